@@ -1,0 +1,142 @@
+"""The `cepheus` command line. Errors are messages with a position, never tracebacks."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+
+import click
+
+import engine
+
+
+def _read_plan(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as exc:
+        raise click.ClickException(f"cannot read plan {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise click.ClickException(f"{path} is not UTF-8 text") from None
+
+
+def _print_query_error(exc: engine.QueryError, path: str) -> None:
+    click.echo(exc.format(path, with_source=True), err=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="cepheus")
+def main() -> None:
+    """Cepheus: a high-availability complex event processor speaking SiddhiQL."""
+
+
+@main.command()
+@click.argument("plan", type=click.Path(dir_okay=False))
+def validate(plan: str) -> None:
+    """Check a SiddhiQL execution plan: exit 0 if valid, else print every error and exit 1."""
+    text = _read_plan(plan)
+    try:
+        engine.validate(text)
+    except engine.QueryError as exc:
+        _print_query_error(exc, plan)
+        sys.exit(1)
+    click.echo(f"{plan}: ok")
+
+
+@main.command()
+@click.argument("plan", type=click.Path(dir_okay=False))
+@click.option("--input", "input_path", required=True, type=click.Path(dir_okay=False), help="events (JSON Lines)")
+@click.option("--output", "output_path", type=click.Path(dir_okay=False), help="write results here (default: stdout)")
+@click.option("--engine", "engine_name", type=click.Choice(["local"]), default="local", show_default=True)
+@click.option(
+    "--start-time",
+    type=int,
+    default=None,
+    help="playback start in ms (default: 1000 for relative timelines, else the first timestamp)",
+)
+def run(plan: str, input_path: str, output_path: str | None, engine_name: str, start_time: int | None) -> None:
+    """Replay INPUT through PLAN in playback time and print every event the plan emits."""
+    from app.replay import ReplayError, first_timestamp, replay
+
+    text = _read_plan(plan)
+    try:
+        engine.validate(text)
+    except engine.QueryError as exc:
+        _print_query_error(exc, plan)
+        sys.exit(1)
+    try:
+        size = os.path.getsize(input_path)
+        handle = open(input_path, encoding="utf-8")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise click.ClickException(f"cannot read {input_path}: {exc.strerror}") from None
+
+    show_progress = sys.stderr.isatty() and size > 1_000_000
+    bar = click.progressbar(length=size, label="replaying", file=sys.stderr) if show_progress else None
+
+    def lines() -> Iterator[tuple[int, str]]:
+        for n, line in enumerate(handle, 1):
+            if bar is not None:
+                bar.update(len(line.encode("utf-8")))
+            yield n, line
+
+    tmp_path = None
+    try:
+        if output_path is None:
+            out = sys.stdout
+        else:
+            directory = os.path.dirname(os.path.abspath(output_path))
+            fd, tmp_path = tempfile.mkstemp(prefix=".cepheus-run-", dir=directory)
+            out = os.fdopen(fd, "w", encoding="utf-8")
+        try:
+            if bar is not None:
+                bar.__enter__()
+            count = replay(
+                text,
+                lines(),
+                out,
+                filename=input_path,
+                start_time=start_time,
+                first_time=lambda: first_timestamp(input_path),
+            )
+        finally:
+            if bar is not None:
+                bar.__exit__(None, None, None)
+            handle.close()
+            if out is not sys.stdout:
+                out.close()
+        if tmp_path is not None:
+            os.replace(tmp_path, output_path)  # type: ignore[arg-type]
+            tmp_path = None
+            click.echo(f"{count} events written to {output_path}", err=True)
+    except ReplayError as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(1)
+    except engine.CEPError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    except UnicodeDecodeError:
+        click.echo(f"{input_path}: not UTF-8 text", err=True)
+        sys.exit(1)
+    finally:
+        if tmp_path is not None and os.path.exists(tmp_path):
+            os.unlink(tmp_path)
+
+
+def entry() -> None:
+    """Console entry point: never shows a traceback to the user."""
+    try:
+        main(standalone_mode=True)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except engine.CEPError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    except Exception as exc:  # a bug: say so plainly, without a traceback
+        click.echo(f"internal error: {type(exc).__name__}: {exc} (please report this)", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    entry()

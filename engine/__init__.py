@@ -1,0 +1,89 @@
+"""Cepheus engine: SiddhiQL compiled to Python, run on chunks of events.
+
+```python
+import engine
+rt = engine.compile(plan_text)              # -> engine.Runtime; raises engine.QueryError
+rt.subscribe("AlertStream", fn)             # fn(events: list[engine.Event])
+rt.send("TempStream", rows, timestamps=ts)  # rows: list of tuples; ts: list of ms, or one int
+rt.advance_to(60_000)                       # playback clock: fire every timer due
+blob = rt.snapshot(); rt2 = engine.compile(plan_text); rt2.restore(blob)
+rt.shutdown()
+```
+
+The engine imports nothing of Cepheus' other packages, does no I/O and reads time only
+through its clock object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from engine.errors import (
+    CEPError,
+    Diagnostic,
+    ProcessingError,
+    QueryError,
+    QuerySyntaxError,
+    QueryValidationError,
+    StateError,
+)
+from engine.events import Chunk, Event
+from engine.query.queries import App
+from engine.runtime.app import Runtime
+from engine.types import AttrType
+
+__all__ = [
+    "App",
+    "AttrType",
+    "CEPError",
+    "Chunk",
+    "Diagnostic",
+    "Event",
+    "ProcessingError",
+    "QueryError",
+    "QuerySyntaxError",
+    "QueryValidationError",
+    "Runtime",
+    "StateError",
+    "compile",
+    "parse",
+    "validate",
+]
+
+
+def parse(plan_text: str) -> App:
+    """The syntax tree of a plan (every node with its span); raises QuerySyntaxError."""
+    from engine.compiler.parser import parse as _parse
+
+    return _parse(plan_text)
+
+
+def validate(plan_text: str) -> App:
+    """Parse and check a plan without running it; raises QueryError with every problem."""
+    from engine.plan.planner import validate as _validate
+
+    app = parse(plan_text)
+    _validate(app, plan_text)
+    return app
+
+
+def compile(  # noqa: A001 - the documented API name
+    plan_text: str,
+    clock: str = "playback",
+    *,
+    start_time: int | None = None,
+    wall_time: Callable[[], int] | None = None,
+) -> Runtime:
+    """Compile a plan into a runtime.
+
+    `clock="playback"` (default): time moves with event timestamps and `advance_to`; the
+    plan starts at `start_time`, or at the first timestamp it sees.
+    `clock="wall"`: time is the wall clock (`wall_time()` in ms if given); call
+    `Runtime.tick()` periodically to fire timers.
+    """
+    if clock not in ("playback", "wall"):
+        msg = f"clock must be 'playback' or 'wall', not {clock!r}"
+        raise ValueError(msg)
+    from engine.plan.planner import build_runtime
+
+    return build_runtime(parse(plan_text), plan_text, clock, start_time, wall_time)

@@ -1,0 +1,89 @@
+"""State shared while planning one app: definitions seen so far, diagnostics, the
+namespace generated code runs in, and the environment query instances are built in."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.plan.expressions import CompileErrors, ExpressionCompiler, ExprContext
+from engine.plan.functions import FunctionRegistry, default_registry
+from engine.query.expressions import Span
+from engine.runtime.clock import Scheduler
+from engine.runtime.junction import Junction
+from engine.runtime.selector import base_namespace
+from engine.types import AttrType
+
+
+@dataclass
+class StreamInfo:
+    """A stream's schema as the planner knows it."""
+
+    name: str
+    names: list[str]
+    types: list[AttrType]
+    span: Span | None = None
+    implicit: bool = False  # defined by a query's `insert into`
+    kind: str = "stream"  # stream | table | window | trigger
+
+    @property
+    def attributes(self) -> list[tuple[str, AttrType]]:
+        return list(zip(self.names, self.types, strict=True))
+
+
+@dataclass
+class PlanContext:
+    errors: CompileErrors = field(default_factory=CompileErrors)
+    namespace: dict[str, Any] = field(default_factory=base_namespace)
+    functions: FunctionRegistry = field(default_factory=default_registry)
+    streams: dict[str, StreamInfo] = field(default_factory=dict)
+    tables: dict[str, Any] = field(default_factory=dict)  # name -> runtime table
+    windows: dict[str, Any] = field(default_factory=dict)  # name -> named window runtime
+    table_infos: dict[str, StreamInfo] = field(default_factory=dict)
+    window_infos: dict[str, StreamInfo] = field(default_factory=dict)
+    query_count: int = 0
+
+    def compiler(self) -> ExpressionCompiler:
+        ctx = ExprContext(self.errors, self.namespace, function_registry=self.functions)
+        ctx.table_lookup = self.table_for_in
+        return ExpressionCompiler(ctx)
+
+    def table_for_in(self, name: str) -> Any:
+        from engine.plan.tables import TableInCondition
+
+        table = self.tables.get(name)
+        if table is None:
+            window = self.windows.get(name)
+            if window is None:
+                return None
+            return TableInCondition(self.window_infos[name], window)
+        return TableInCondition(self.table_infos[name], table)
+
+
+class Env:
+    """Where a query instance lives: global junctions, or one partition key's inner ones."""
+
+    def __init__(
+        self,
+        junctions: dict[str, Junction],
+        scheduler: Scheduler,
+        now: Callable[[], int],
+        start_time: Callable[[], int],
+        prefix: str = "",
+        inner: dict[str, Junction] | None = None,
+        partition_key: Any = None,
+    ) -> None:
+        self.junctions = junctions
+        self.scheduler = scheduler
+        self.now = now
+        self.start_time = start_time
+        self.prefix = prefix
+        self.inner = inner
+        self.partition_key = partition_key
+
+    def junction(self, name: str, inner: bool = False) -> Junction:
+        if inner:
+            assert self.inner is not None
+            return self.inner[name]
+        return self.junctions[name]

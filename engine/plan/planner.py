@@ -1,0 +1,281 @@
+"""Turn a parsed app into a runtime: check definitions, plan every query and partition
+(collecting all errors), create junctions, tables and windows, instantiate queries."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+from engine.errors import QueryValidationError
+from engine.plan.context import Env, PlanContext, StreamInfo
+from engine.plan.expressions import PlanError
+from engine.plan.query import QueryTemplate, plan_single_query, query_name
+from engine.query.definitions import (
+    AggregationDefinition,
+    FunctionDefinition,
+    StreamDefinition,
+    TableDefinition,
+    TriggerDefinition,
+    WindowDefinition,
+)
+from engine.query.expressions import Span
+from engine.query.queries import (
+    AnonymousInput,
+    App,
+    JoinInput,
+    Partition,
+    PartitionDefinition,
+    Query,
+    SingleInput,
+    StateInput,
+)
+from engine.runtime.app import Runtime
+from engine.runtime.clock import PlaybackClock, Scheduler, WallClock
+from engine.runtime.junction import Junction
+from engine.runtime.state import StateRegistry
+
+
+class Planner:
+    def __init__(self, app: App, source: str) -> None:
+        self.app = app
+        self.source = source
+        self.ctx = PlanContext()
+        self.templates: list[QueryTemplate] = []
+        self.partitions: list[Any] = []
+        self.triggers: list[TriggerDefinition] = []
+        self.outputs: list[str] = []
+        self.named_window_plans: list[Any] = []
+        self.table_plans: list[Any] = []
+
+    # ---- definitions ---------------------------------------------------------------------
+
+    def define(self) -> None:
+        ctx = self.ctx
+        seen: dict[str, tuple[str, Span]] = {}
+        for d in self.app.definitions:
+            kind = type(d).__name__.replace("Definition", "").lower()
+            if isinstance(d, PartitionDefinition):
+                continue
+            if d.name in seen and not (
+                isinstance(d, StreamDefinition) and self._same_stream(d)
+            ):
+                prev_kind, prev_span = seen[d.name]
+                ctx.errors.add(
+                    f"'{d.name}' is already defined as a {prev_kind} at line {prev_span.line}",
+                    d.name_span,
+                )
+                continue
+            seen[d.name] = (kind, d.name_span)
+            if isinstance(d, (StreamDefinition, TableDefinition, WindowDefinition)):
+                names = [a.name for a in d.attributes]
+                dup = {n for n in names if names.count(n) > 1}
+                for a in d.attributes:
+                    if a.name in dup:
+                        ctx.errors.add(f"attribute '{a.name}' is defined twice in '{d.name}'", a.span)
+                        dup.discard(a.name)
+                info = StreamInfo(d.name, names, [a.type for a in d.attributes], d.name_span, kind=kind)
+                if isinstance(d, StreamDefinition):
+                    ctx.streams[d.name] = info
+                elif isinstance(d, TableDefinition):
+                    from engine.plan.tables import plan_table
+
+                    ctx.table_infos[d.name] = info
+                    table = plan_table(ctx, d, info)
+                    if table is not None:
+                        ctx.tables[d.name] = table
+                else:
+                    from engine.plan.named_windows import plan_named_window
+
+                    ctx.window_infos[d.name] = info
+                    named = plan_named_window(ctx, d, info)
+                    if named is not None:
+                        ctx.windows[d.name] = named
+            elif isinstance(d, TriggerDefinition):
+                from engine.types import AttrType
+
+                if d.at is not None and d.at.lower() != "start":
+                    from engine.runtime.trigger import parse_cron
+
+                    problem = parse_cron(d.at)
+                    if isinstance(problem, str):
+                        ctx.errors.add(f"trigger '{d.name}': {problem}", d.span)
+                if d.every_ms is not None and d.every_ms <= 0:
+                    ctx.errors.add(f"trigger '{d.name}' needs a positive period", d.span)
+                ctx.streams[d.name] = StreamInfo(d.name, ["triggered_time"], [AttrType.LONG], d.name_span, kind="trigger")
+                self.triggers.append(d)
+            elif isinstance(d, FunctionDefinition):
+                ctx.errors.add(
+                    f"script function '{d.name}' in language '{d.language}' is not supported",
+                    d.name_span,
+                    hint="Cepheus runs no embedded scripts; use built-in functions",
+                )
+            elif isinstance(d, AggregationDefinition):
+                ctx.errors.add(
+                    f"incremental aggregation '{d.name}' ('define aggregation') is not supported yet",
+                    d.name_span,
+                )
+
+    def _same_stream(self, d: StreamDefinition) -> bool:
+        prev = self.ctx.streams.get(d.name)
+        if prev is None:
+            return False
+        return prev.names == [a.name for a in d.attributes] and prev.types == [a.type for a in d.attributes]
+
+    # ---- execution elements --------------------------------------------------------------
+
+    def plan_elements(self) -> None:
+        for element in self.app.elements:
+            if isinstance(element, Partition):
+                from engine.plan.partitions import plan_partition
+
+                try:
+                    self.partitions.append(plan_partition(self, element))
+                except PlanError:
+                    pass
+                continue
+            if element.partition_ref is not None:
+                self.ctx.errors.add(
+                    f"partition '{element.partition_ref}' is not defined",
+                    element.span,
+                    hint="define it with 'define partition <name> by Stream.attribute'",
+                )
+                continue
+            try:
+                template = self.plan_query(element, None)
+            except PlanError:
+                continue
+            self.templates.append(template)
+
+    def plan_query(self, query: Query, inner: dict[str, StreamInfo] | None, partition: Any = None) -> QueryTemplate:
+        name = query_name(self.ctx, query)
+        source = query.input
+        if isinstance(source, SingleInput):
+            template = plan_single_query(self.ctx, query, name, inner)
+        elif isinstance(source, JoinInput):
+            from engine.plan.joins import plan_join_query
+
+            template = plan_join_query(self.ctx, query, name, inner)
+        elif isinstance(source, StateInput):
+            from engine.plan.patterns import plan_state_query
+
+            template = plan_state_query(self.ctx, query, name, inner)
+        elif isinstance(source, AnonymousInput):
+            from engine.plan.anonymous import plan_anonymous_query
+
+            template = plan_anonymous_query(self, query, name, inner)
+        else:  # pragma: no cover - parser produces only these
+            raise PlanError
+        if template.output_stream is not None and not template.output_inner:
+            if template.output_stream in self.ctx.streams and template.output_stream not in self.outputs:
+                self.outputs.append(template.output_stream)
+        return template
+
+    # ---- runtime -----------------------------------------------------------------------
+
+    def build(self, clock: str, start_time: int | None, wall_time: Callable[[], int] | None) -> Runtime:
+        self.define()
+        self.plan_elements()
+        if self.ctx.errors:
+            raise QueryValidationError(self.ctx.errors.items, self.source)
+        scheduler = Scheduler()
+        clk: PlaybackClock | WallClock
+        if clock == "wall":
+            import time
+
+            clk = WallClock(wall_time or (lambda: time.time_ns() // 1_000_000))
+        else:
+            clk = PlaybackClock()
+        starters: list[Callable[[], None]] = []
+        runtime_holder: list[Runtime] = []
+
+        def start_time_fn() -> int:
+            started = runtime_holder[0].start_time if runtime_holder else None
+            return clk.now() if started is None else started
+
+        junctions: dict[str, Junction] = {}
+        for name, info in self.ctx.streams.items():
+            junctions[name] = Junction(name, info.names, info.types)
+        junctions["__return__"] = Junction("__return__", [], [])
+        env = Env(junctions, scheduler, clk.now, start_time_fn)
+        states = StateRegistry()
+        for tname, table in self.ctx.tables.items():
+            states.register(f"table/{tname}", table.snapshot, table.restore)
+        for wname, window in self.ctx.windows.items():
+            window.bind(env)
+            states.register(f"window/{wname}", window.snapshot, window.restore)
+            starters.append(window.start)
+        for trigger in self.triggers:
+            from engine.runtime.trigger import Trigger
+
+            trig = Trigger(trigger, junctions[trigger.name], scheduler, clk.now, start_time_fn)
+            states.register(f"trigger/{trigger.name}", trig.snapshot, trig.restore)
+            starters.append(trig.start)
+        for template in self.templates:
+            built = template.build(env)
+            for inp in built.inputs:
+                _attach(junctions, self.ctx, inp)
+            if built.states:
+                instance_states = built.states
+
+                def snap(s: dict[str, Any] = instance_states) -> dict[str, Any]:
+                    return {k: v.snapshot() for k, v in s.items()}
+
+                def restore(state: dict[str, Any], s: dict[str, Any] = instance_states) -> None:
+                    for k, v in s.items():
+                        if k in state:
+                            v.restore(state[k])
+                    for v in s.values():
+                        rt = getattr(v, "restore_timers", None)
+                        if rt is not None:
+                            rt()
+
+                states.register(f"query/{template.name}", snap, restore)
+            starters.extend(built.start)
+        for partition in self.partitions:
+            part_rt = partition.build(env, junctions)
+            states.register(f"partition/{partition.name}", part_rt.snapshot, part_rt.restore)
+            starters.extend(part_rt.starters)
+        name = self.app.name or "plan"
+        plan_id = hashlib.sha256(self.source.encode()).hexdigest()[:16]
+        inputs = [n for n, i in self.ctx.streams.items() if not i.implicit and i.kind == "stream"]
+        emitted = self.outputs + [t.name for t in self.triggers if t.name not in self.outputs]
+        rt = Runtime(
+            name=name,
+            plan_id=plan_id,
+            junctions={k: v for k, v in junctions.items() if k != "__return__"},
+            inputs=inputs,
+            outputs=emitted,
+            scheduler=scheduler,
+            clock=clk,
+            start_time=start_time,
+            states=states,
+            starters=starters,
+        )
+        runtime_holder.append(rt)
+        return rt
+
+
+def _attach(junctions: dict[str, Junction], ctx: PlanContext, inp: Any) -> None:
+    if inp.stream in ctx.windows:
+        ctx.windows[inp.stream].subscribe(inp.receive)
+    else:
+        junctions[inp.stream].receivers.append(inp.receive)
+
+
+def build_runtime(
+    app: App,
+    source: str,
+    clock: str = "playback",
+    start_time: int | None = None,
+    wall_time: Callable[[], int] | None = None,
+) -> Runtime:
+    return Planner(app, source).build(clock, start_time, wall_time)
+
+
+def validate(app: App, source: str) -> None:
+    planner = Planner(app, source)
+    planner.define()
+    planner.plan_elements()
+    if planner.ctx.errors:
+        raise QueryValidationError(planner.ctx.errors.items, source)

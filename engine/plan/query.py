@@ -1,0 +1,404 @@
+"""Plan one query: its input, selector, rate limiter and output, as a template that can
+be instantiated once (a plain query) or once per partition key."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.events import Chunk
+from engine.plan.context import Env, PlanContext, StreamInfo
+from engine.plan.expressions import Compiled, ExpressionCompiler, PlanError
+from engine.plan.ratelimits import plan_rate_limiter
+from engine.plan.scope import Scope, Source
+from engine.plan.selector import SelectorPlan, compile_selector
+from engine.plan.windows import WindowPlan, plan_window
+from engine.query.queries import (
+    DeleteFrom,
+    Filter,
+    InsertInto,
+    Query,
+    ReturnOutput,
+    SingleInput,
+    StreamFunction,
+    UpdateOrInsert,
+    UpdateTable,
+)
+from engine.runtime.query import (
+    CallbackStage,
+    FunctionStage,
+    QueryInstance,
+    SelectStage,
+    Stage,
+    WindowStage,
+    chain,
+)
+from engine.runtime.windows.base import WindowContext
+from engine.types import AttrType
+
+
+@dataclass
+class QueryInput:
+    """One stream a query instance listens to."""
+
+    stream: str
+    inner: bool
+    receive: Callable[[Chunk], None]
+
+
+@dataclass
+class Built:
+    inputs: list[QueryInput]
+    states: dict[str, Any]
+    start: list[Callable[[], None]] = field(default_factory=list)
+
+
+@dataclass
+class QueryTemplate:
+    name: str
+    output_stream: str | None
+    output_inner: bool
+    build: Callable[[Env], Built]
+    input_streams: list[tuple[str, bool]]
+
+
+def query_name(ctx: PlanContext, query: Query) -> str:
+    ctx.query_count += 1
+    return query.name or f"query{ctx.query_count}"
+
+
+def resolve_input(ctx: PlanContext, si: SingleInput, inner_streams: dict[str, StreamInfo] | None) -> StreamInfo:
+    comp_errors = ctx.errors
+    if si.inner:
+        if inner_streams is None:
+            comp_errors.add(f"inner stream '#{si.stream}' can only be used inside a partition", si.stream_span)
+            raise PlanError
+        info = inner_streams.get(si.stream)
+        if info is None:
+            comp_errors.add(
+                f"inner stream '#{si.stream}' is not defined before this query",
+                si.stream_span,
+                hint="an inner stream is defined by an earlier 'insert into #Name' in the same partition",
+            )
+            raise PlanError
+        return info
+    info = ctx.streams.get(si.stream) or ctx.window_infos.get(si.stream)
+    if info is None:
+        if si.stream in ctx.table_infos:
+            comp_errors.add(
+                f"table '{si.stream}' cannot be a query's stream input",
+                si.stream_span,
+                hint="join the table with a stream, or use 'in' in a filter",
+            )
+        else:
+            from engine.plan.expressions import suggest
+
+            comp_errors.add(
+                f"stream '{si.stream}' is not defined",
+                si.stream_span,
+                hint=suggest(si.stream, list(ctx.streams)),
+            )
+        raise PlanError
+    return info
+
+
+def compile_filter_condition(comp: ExpressionCompiler, handlers: list[Any], scope: Scope) -> Compiled | None:
+    conds: list[Compiled] = []
+    for h in handlers:
+        if isinstance(h, Filter):
+            c = comp.compile(h.expr, scope)
+            if c.type is not AttrType.BOOL and not comp.ctx.errors:
+                comp.error(f"a filter needs a bool condition, found {c.type}", h.expr.span)
+            conds.append(comp.as_bool(c))
+    if not conds:
+        return None
+    if len(conds) == 1:
+        return conds[0]
+    return Compiled(
+        "(" + " and ".join(c.fast for c in conds) + ")",
+        "(" + " and ".join(c.safe for c in conds) + ")",
+        AttrType.BOOL,
+        may_be_null=False,
+    )
+
+
+def filter_function(cond: Compiled, namespace: dict[str, Any], uses_ts: bool) -> Callable[..., Any]:
+    it = "_et, r in zip(ts, rows)" if uses_ts else "r in rows"
+    src = f"""
+def f(ts, rows, kinds):
+    try:
+        keep = [{cond.fast} for {it}]
+    except (TypeError, ZeroDivisionError):
+        keep = [{cond.safe} for {it}]
+    if kinds is None:
+        return list(_compress(ts, keep)), list(_compress(rows, keep)), None
+    return list(_compress(ts, keep)), list(_compress(rows, keep)), list(_compress(kinds, keep))
+"""
+    ns = dict(namespace)
+    exec(compile(src, "<filter>", "exec"), ns)  # noqa: S102 - generated code
+    return ns["f"]  # type: ignore[no-any-return]
+
+
+def fused_function(cond: Compiled | None, sel: SelectorPlan, namespace: dict[str, Any]) -> Callable[..., Any]:
+    """Filter and projection in one pass of comprehensions (no per-event calls)."""
+    fast = _tuple(sel.projection_fast)
+    names = "_et, r" if "_et" in fast or (cond is not None and "_et" in cond.fast) else "r"
+    if cond is None:
+        src = f"""
+def f(ts, rows, kinds):
+    try:
+        return ts, [{fast} for r in rows], None
+    except (TypeError, ZeroDivisionError):
+        return None
+"""
+    elif names == "r":
+        src = f"""
+def f(ts, rows, kinds):
+    try:
+        keep = [{cond.fast} for r in rows]
+        return list(_compress(ts, keep)), [{fast} for r in _compress(rows, keep)], None
+    except (TypeError, ZeroDivisionError):
+        return None
+"""
+    else:
+        src = f"""
+def f(ts, rows, kinds):
+    try:
+        keep = [{cond.fast} for _et, r in zip(ts, rows)]
+        ts2 = list(_compress(ts, keep))
+        return ts2, [{fast} for _et, r in zip(ts2, _compress(rows, keep))], None
+    except (TypeError, ZeroDivisionError):
+        return None
+"""
+    ns = dict(namespace)
+    exec(compile(src, "<fused>", "exec"), ns)  # noqa: S102 - generated code
+    return ns["f"]  # type: ignore[no-any-return]
+
+
+def _tuple(items: list[str]) -> str:
+    if len(items) == 1:
+        return f"({items[0]},)"
+    return "(" + ", ".join(items) + ")"
+
+
+def event_type(query: Query) -> str:
+    kind = query.output.event_type
+    if kind == "default":
+        snapshot = query.output_rate is not None and query.output_rate.kind == "snapshot"
+        return "all" if snapshot else "current"
+    return kind
+
+
+def output_flags(query: Query) -> tuple[bool, bool]:
+    kind = event_type(query)
+    return kind in ("current", "all"), kind in ("expired", "all")
+
+
+def define_output(
+    ctx: PlanContext,
+    query: Query,
+    names: list[str],
+    types: list[AttrType],
+    inner_streams: dict[str, StreamInfo] | None,
+) -> None:
+    """Check (or implicitly define) the stream a query inserts into."""
+    out = query.output
+    if not isinstance(out, InsertInto):
+        return
+    target = out.target
+    if out.inner:
+        if inner_streams is None:
+            ctx.errors.add(f"inner stream '#{target}' can only be used inside a partition", out.target_span)
+            raise PlanError
+        existing = inner_streams.get(target)
+        if existing is None:
+            inner_streams[target] = StreamInfo(target, names, types, out.target_span, implicit=True)
+            return
+    elif target in ctx.table_infos or target in ctx.window_infos:
+        info = ctx.table_infos.get(target) or ctx.window_infos[target]
+        _check_compatible(ctx, info, names, types, out, what="table" if target in ctx.table_infos else "window")
+        return
+    else:
+        existing = ctx.streams.get(target)
+        if existing is None:
+            ctx.streams[target] = StreamInfo(target, names, types, out.target_span, implicit=True)
+            return
+    _check_compatible(ctx, existing, names, types, out, what="stream")
+
+
+def _check_compatible(
+    ctx: PlanContext, info: StreamInfo, names: list[str], types: list[AttrType], out: InsertInto, what: str
+) -> None:
+    have = list(zip(info.names, info.types, strict=True))
+    got = list(zip(names, types, strict=True))
+    if what in ("table", "window"):
+        if [t for _, t in have] == [t for _, t in got]:
+            return
+    elif have == got:
+        return
+    fmt = lambda pairs: "(" + ", ".join(f"{n} {t}" for n, t in pairs) + ")"  # noqa: E731
+    ctx.errors.add(
+        f"query output {fmt(got)} does not match {what} '{info.name}' {fmt(have)}",
+        out.target_span,
+        hint="rename or cast the selected attributes (e.g. 'as name') to match the definition",
+    )
+    raise PlanError
+
+
+def plan_single_query(
+    ctx: PlanContext,
+    query: Query,
+    name: str,
+    inner_streams: dict[str, StreamInfo] | None = None,
+) -> QueryTemplate:
+    si = query.input
+    assert isinstance(si, SingleInput)
+    comp = ctx.compiler()
+    info = resolve_input(ctx, si, inner_streams)
+    names = tuple(dict.fromkeys([si.stream, si.ref, f"#{si.stream}" if si.inner else si.stream]))
+    source = Source(names, info.attributes, "r", stream=si.stream, inner=si.inner)
+    scope = Scope([source], event_ts="_et")
+    current_on, expired_on = output_flags(query)
+
+    for h in si.handlers + si.post_handlers:
+        if isinstance(h, StreamFunction):
+            comp.error(f"stream function #{h.call.qualified_name}() is not supported", h.span)
+    pre = compile_filter_condition(comp, si.handlers, scope)
+    window: WindowPlan | None = None
+    if si.window is not None:
+        if si.stream in ctx.window_infos:
+            comp.error(f"a named window ('{si.stream}') cannot have another window", si.window.span)
+            raise PlanError
+        window = plan_window(si.window.call, scope, comp)
+    post = compile_filter_condition(comp, si.post_handlers, scope)
+    is_named_window = si.stream in ctx.window_infos
+    batching = query.output_rate is None or query.output_rate.kind != "snapshot"
+    sel = compile_selector(
+        query.selector,
+        scope,
+        comp,
+        current_on=current_on,
+        expired_on=expired_on,
+        batching=batching,
+        star_sources=[source],
+        query_name=name,
+    )
+    if ctx.errors:
+        raise PlanError
+    define_output(ctx, query, sel.names, sel.types, inner_streams)
+    limiter = plan_rate_limiter(query, sel, comp)
+    output = plan_output(ctx, query, sel, comp, inner_streams)
+    needs_expired = expired_on or sel.has_aggregates or is_named_window
+    uses_ts = lambda c: c is not None and "_et" in c.fast  # noqa: E731
+    pre_fn = filter_function(pre, ctx.namespace, uses_ts(pre)) if pre is not None else None
+    post_fn = filter_function(post, ctx.namespace, uses_ts(post)) if post is not None else None
+    plain = (
+        window is None
+        and not is_named_window
+        and not sel.has_aggregates
+        and not sel.group_by
+        and query.selector.having is None
+        and not query.selector.order_by
+        and query.selector.limit is None
+        and query.selector.offset is None
+        and current_on
+    )
+    fused = fused_function(pre, sel, ctx.namespace) if plain and not sel.passthrough else None
+    win_types = info.types
+
+    def build(env: Env) -> Built:
+        states: dict[str, Any] = {}
+        stages: list[Stage] = []
+        starts: list[Callable[[], None]] = []
+        if fused is not None:
+            fused_stage = FunctionStage(_with_fallback(fused, pre_fn, sel), name)
+            stages.append(fused_stage)
+        else:
+            if pre_fn is not None:
+                stages.append(FunctionStage(pre_fn, name))
+            if window is not None:
+                wctx = WindowContext(env.scheduler, env.now, needs_expired, name, win_types, env.start_time)
+                w = window.build(wctx)
+                stages.append(WindowStage(w))
+                states["window"] = w
+                starts.append(w.start)
+            if post_fn is not None:
+                stages.append(FunctionStage(post_fn, name))
+            selector = sel.code.instance()
+            states["selector"] = selector
+            stages.append(SelectStage(selector))
+        if limiter is not None:
+            lim = limiter.build(env)
+            states["ratelimit"] = lim
+            stages.append(lim)
+            starts.append(lim.start)
+        stages.append(CallbackStage(output(env)))
+        head = chain(*stages)
+        return Built([QueryInput(si.stream, si.inner, head.process)], states, starts)
+
+    out = query.output
+    target = out.target if isinstance(out, InsertInto) else None
+    return QueryTemplate(
+        name,
+        target,
+        isinstance(out, InsertInto) and out.inner,
+        build,
+        [(si.stream, si.inner)],
+    )
+
+
+def _with_fallback(fused: Callable[..., Any], pre_fn: Callable[..., Any] | None, sel: SelectorPlan) -> Callable[..., Any]:
+    """Run the fused comprehension; on a null in the chunk, take the safe path."""
+    code = sel.code
+
+    def run(ts: list[int], rows: list[Any], kinds: Any) -> Any:
+        res = fused(ts, rows, kinds)
+        if res is not None:
+            return res
+        if pre_fn is not None:
+            filtered = pre_fn(ts, rows, kinds)
+            ts, rows, kinds = filtered
+            if not rows:
+                return None
+        instance = code.instance()
+        return code.function(instance, ts, rows, kinds)
+
+    return run
+
+
+def plan_output(
+    ctx: PlanContext,
+    query: Query,
+    sel: SelectorPlan,
+    comp: ExpressionCompiler,
+    inner_streams: dict[str, StreamInfo] | None,
+) -> Callable[[Env], Callable[[Chunk], None]]:
+    out = query.output
+    if isinstance(out, InsertInto):
+        target = out.target
+        if not out.inner and target in ctx.table_infos:
+            from engine.plan.tables import insert_into_table
+
+            return insert_into_table(ctx, target, out)
+        if not out.inner and target in ctx.window_infos:
+            named = ctx.windows[target]
+            return lambda env: named.receive
+        inner = out.inner
+
+        def to_junction(env: Env) -> Callable[[Chunk], None]:
+            return env.junction(target, inner).publish
+
+        return to_junction
+    if isinstance(out, ReturnOutput):
+
+        def to_return(env: Env) -> Callable[[Chunk], None]:
+            return env.junction("__return__", False).publish
+
+        return to_return
+    if isinstance(out, (DeleteFrom, UpdateTable, UpdateOrInsert)):
+        from engine.plan.tables import plan_table_output
+
+        return plan_table_output(ctx, query, sel, comp)
+    comp.error("unsupported query output", out.span)
+    raise PlanError

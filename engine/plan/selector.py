@@ -1,0 +1,373 @@
+"""Compile `select ... group by ... having ... order by ... limit ... offset` into one
+generated Python function per query.
+
+Siddhi 5 processes every chunk as a batch: a selector with aggregates and no group by
+emits only the last qualifying event of a chunk, one with group by emits the last event
+of each group (in first-seen order), and a plain projection emits every event. Only the
+snapshot rate limiter turns batching off (every qualifying event is emitted).
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.plan.aggregates import AggregateCode, aggregate_code
+from engine.plan.expressions import Compiled, ExpressionCompiler, PlanError
+from engine.plan.functions import AGGREGATE_NAMES
+from engine.plan.scope import Scope
+from engine.query.expressions import Constant, FunctionCall, Variable
+from engine.query.queries import Selector
+from engine.runtime.selector import SelectorCode
+from engine.types import AttrType
+
+_ET = re.compile(r"\b_et\b")
+
+
+@dataclass
+class _Agg:
+    code: AggregateCode
+    arg: Compiled | None
+    base: int
+
+
+@dataclass
+class SelectorPlan:
+    names: list[str]
+    types: list[AttrType]
+    code: SelectorCode
+    has_aggregates: bool
+    group_by: bool
+    passthrough: bool  # `select *` with nothing else: output rows are the input rows
+    agg_positions: list[int] = field(default_factory=list)
+    source: str = ""
+    projection_fast: list[str] = field(default_factory=list)
+
+
+def compile_selector(
+    selector: Selector,
+    scope: Scope,
+    comp: ExpressionCompiler,
+    *,
+    current_on: bool,
+    expired_on: bool,
+    batching: bool = True,
+    star_sources: list[Any] | None = None,
+    query_name: str = "query",
+) -> SelectorPlan:
+    aggs: list[_Agg] = []
+    slots = [0]
+
+    def hook(call: FunctionCall, sc: Scope) -> Compiled | None:
+        if call.namespace is not None or call.name not in AGGREGATE_NAMES:
+            return None
+        args = [comp.compile(a, scope) for a in call.args]
+        code = aggregate_code(call.name, [a.type for a in args])
+        if isinstance(code, str):
+            comp.error(code, call.span)
+            return Compiled("None", "None", AttrType.OBJECT)
+        if call.star and call.name != "count":
+            comp.error(f"{call.name}(*) is not allowed", call.span)
+        agg = _Agg(code, args[0] if args else None, slots[0])
+        slots[0] += len(code.init)
+        aggs.append(agg)
+        value = code.value.replace("st[b+1]", f"st[{agg.base + 1}]").replace("st[b]", f"st[{agg.base}]")
+        return Compiled(value, value, code.kind)
+
+    prev_hook = comp.ctx.aggregate_hook
+    comp.ctx.aggregate_hook = hook
+    try:
+        names, outputs = _outputs(selector, scope, comp, star_sources)
+        group_keys = [comp.compile(v, scope) for v in selector.group_by]
+        out_scope = scope.with_outputs(
+            {n: (f"o[{i}]", c.type) for i, (n, c) in enumerate(zip(names, outputs, strict=True))},
+            prefer=True,
+        )
+        having = comp.compile(selector.having, out_scope) if selector.having is not None else None
+    finally:
+        comp.ctx.aggregate_hook = prev_hook
+    if having is not None and having.type is not AttrType.BOOL:
+        comp.error("'having' needs a bool condition", selector.having.span)  # type: ignore[union-attr]
+    order = _order_by(selector, names, comp)
+    limit = _count_clause(selector.limit, "limit", comp)
+    offset = _count_clause(selector.offset, "offset", comp)
+    if comp.ctx.errors:
+        raise PlanError
+
+    agg_positions = []
+    if selector.attributes is not None:
+        for i, attr in enumerate(selector.attributes):
+            e = attr.expr
+            if isinstance(e, FunctionCall) and e.namespace is None and e.name in AGGREGATE_NAMES:
+                agg_positions.append(i)
+    star_pass = selector.attributes is None and star_sources is not None and len(star_sources) == 1
+    plan_has_aggs = bool(aggs)
+    group_by = bool(group_keys)
+    src = _generate(
+        names,
+        outputs,
+        aggs,
+        group_keys,
+        having,
+        current_on=current_on,
+        expired_on=expired_on,
+        batching=batching,
+        order=order,
+        limit=limit,
+        offset=offset,
+        star_pass=star_pass,
+    )
+    init = [s for a in aggs for s in a.code.init]
+    runtime = SelectorCode(src, comp.ctx.namespace, init, group_by, query_name)
+    return SelectorPlan(
+        names,
+        [c.type for c in outputs],
+        runtime,
+        plan_has_aggs,
+        group_by,
+        star_pass and not plan_has_aggs and not group_by and having is None and not order,
+        agg_positions=agg_positions,
+        source=src,
+        projection_fast=[c.fast for c in outputs],
+    )
+
+
+def _outputs(
+    selector: Selector, scope: Scope, comp: ExpressionCompiler, star_sources: list[Any] | None
+) -> tuple[list[str], list[Compiled]]:
+    names: list[str] = []
+    outputs: list[Compiled] = []
+    if selector.attributes is None:
+        for src in star_sources if star_sources is not None else scope.sources:
+            for i, (n, kind) in enumerate(src.attributes):
+                fast = src.indexed_row(None) + f"[{i}]" if src.indexed_row is not None else f"{src.row}[{i}]"
+                safe = (
+                    f"_s_get({src.indexed_row(None)}, {i})"
+                    if src.indexed_row is not None
+                    else (f"_s_get({src.row}, {i})" if src.nullable else fast)
+                )
+                names.append(n)
+                outputs.append(Compiled(fast, safe, kind))
+        return names, outputs
+    seen: dict[str, Any] = {}
+    for attr in selector.attributes:
+        if attr.name in seen:
+            comp.error(f"duplicate output attribute '{attr.name}' in select", attr.span)
+        seen[attr.name] = attr
+        outputs.append(comp.compile(attr.expr, scope))
+        names.append(attr.name)
+    return names, outputs
+
+
+def _order_by(selector: Selector, names: list[str], comp: ExpressionCompiler) -> list[tuple[int, bool]]:
+    order = []
+    for ob in selector.order_by:
+        v = ob.variable
+        if v.attribute in names and v.stream is None:
+            order.append((names.index(v.attribute), ob.ascending))
+        else:
+            comp.error(
+                f"'order by {v.attribute}' must name an attribute of the select clause",
+                v.span,
+                hint=f"selected: {', '.join(names)}",
+            )
+    return order
+
+
+def _count_clause(expr: Any, what: str, comp: ExpressionCompiler) -> int | None:
+    if expr is None:
+        return None
+    if isinstance(expr, Constant) and expr.type in (AttrType.INT, AttrType.LONG):
+        if expr.value < 0:
+            comp.error(f"'{what}' cannot be negative, found {expr.value}", expr.span)
+            return None
+        return int(expr.value)
+    comp.error(f"'{what}' needs a whole number constant", expr.span)
+    return None
+
+
+def _subst(code: str, base: int) -> str:
+    return code.replace("st[b+1]", f"st[{base + 1}]").replace("st[b]", f"st[{base}]")
+
+
+def _generate(
+    names: list[str],
+    outputs: list[Compiled],
+    aggs: list[_Agg],
+    group_keys: list[Compiled],
+    having: Compiled | None,
+    *,
+    current_on: bool,
+    expired_on: bool,
+    batching: bool,
+    order: list[tuple[int, bool]],
+    limit: int | None,
+    offset: int | None,
+    star_pass: bool,
+) -> str:
+    proj_fast = _tuple([c.fast for c in outputs])
+    proj_safe = _tuple([c.safe for c in outputs])
+    uses_ts = any(_ET.search(c.fast) for c in outputs) or any(
+        a.arg is not None and _ET.search(a.arg.fast) for a in aggs
+    )
+    lines: list[str] = []
+    emit = lines.append
+    if not aggs and not group_keys:
+        # processNoGroupBy: project every wanted event
+        emit("def process(sel, ts, rows, kinds):")
+        if not expired_on or not current_on:
+            want = 0 if current_on else 1
+            emit("    if kinds is not None:")
+            emit(f"        keep = [k == {want} for k in kinds]")
+            emit("        ts = list(_compress(ts, keep)); rows = list(_compress(rows, keep))")
+            emit(f"        kinds = None if {want} == 0 else [1] * len(rows)")
+            if want == 1:
+                emit("    else:")
+                emit("        return None")
+            emit("    if not rows:")
+            emit("        return None")
+        else:
+            emit("    if kinds is not None and 2 in kinds:")
+            emit("        keep = [k != 2 for k in kinds]")
+            emit("        ts = list(_compress(ts, keep)); rows = list(_compress(rows, keep)); kinds = list(_compress(kinds, keep))")
+        if star_pass:
+            emit("    out = rows")
+        elif uses_ts:
+            emit("    try:")
+            emit(f"        out = [{proj_fast} for _et, r in zip(ts, rows)]")
+            emit("    except (TypeError, ZeroDivisionError):")
+            emit(f"        out = [{proj_safe} for _et, r in zip(ts, rows)]")
+        else:
+            emit("    try:")
+            emit(f"        out = [{proj_fast} for r in rows]")
+            emit("    except (TypeError, ZeroDivisionError):")
+            emit(f"        out = [{proj_safe} for r in rows]")
+        if having is not None:
+            emit(f"    keep = [{having.safe} for o in out]")
+            emit("    ts = list(_compress(ts, keep)); out = list(_compress(out, keep))")
+            emit("    kinds = None if kinds is None else list(_compress(kinds, keep))")
+        if order or offset is not None or limit is not None:
+            emit(f"    return _order_limit(ts, out, kinds, None, {order!r}, {offset!r}, {limit!r}, {current_on}, {expired_on})")
+        else:
+            emit("    if not out:")
+            emit("        return None")
+            emit("    return ts, out, kinds")
+        return "\n".join(lines) + "\n"
+
+    # aggregating and/or grouping: one pass per event
+    emit("def process(sel, ts, rows, kinds):")
+    if group_keys:
+        emit("    groups = sel.groups")
+        emit(f"    init = {_tuple([s for a in aggs for s in a.code.init]) if aggs else '()'}")
+    else:
+        emit("    st = sel.st")
+    if batching:
+        emit("    chosen = {}" if group_keys else "    chosen = None")
+    else:
+        emit("    out_ts = []; out_rows = []; out_kinds = []; out_keys = []")
+    emit("    for i in range(len(rows)):")
+    emit("        r = rows[i]")
+    emit("        _et = ts[i]")
+    emit("        k = 0 if kinds is None else kinds[i]")
+    emit("        if k == 2:")
+    emit("            sel.reset()")
+    if not group_keys:
+        emit("            st = sel.st")
+    emit("            continue")
+    if group_keys:
+        key = group_keys[0].safe if len(group_keys) == 1 else _tuple([g.safe for g in group_keys])
+        emit(f"        key = {key}")
+        emit("        st = groups.get(key)")
+        emit("        if st is None:")
+        emit("            st = groups[key] = list(init) if not _has_objects else sel.code.new_state()")
+    arg_vars = []
+    for j, agg in enumerate(aggs):
+        if agg.arg is not None and agg.code.needs_arg:
+            arg_vars.append((j, agg.arg))
+    if arg_vars:
+        emit("        try:")
+        for j, arg in arg_vars:
+            emit(f"            v{j} = {arg.fast}")
+        emit("        except (TypeError, ZeroDivisionError):")
+        for j, arg in arg_vars:
+            emit(f"            v{j} = {arg.safe}")
+    if aggs:
+        emit("        if k == 0:")
+        for j, agg in enumerate(aggs):
+            if agg.arg is not None and agg.code.needs_arg:
+                emit(f"            v = v{j}")
+            emit(textwrap.indent(_subst(agg.code.add, agg.base), " " * 12))
+        emit("        else:")
+        for j, agg in enumerate(aggs):
+            if agg.arg is not None and agg.code.needs_arg:
+                emit(f"            v = v{j}")
+            emit(textwrap.indent(_subst(agg.code.remove, agg.base), " " * 12))
+    wanted = []
+    if current_on:
+        wanted.append("k == 0")
+    if expired_on:
+        wanted.append("k == 1")
+    cond = " or ".join(wanted) if wanted else "False"
+    emit(f"        if {cond}:")
+    emit("            try:")
+    emit(f"                o = {proj_fast}")
+    emit("            except (TypeError, ZeroDivisionError):")
+    emit(f"                o = {proj_safe}")
+    indent = "            "
+    if having is not None:
+        emit(f"            if {having.safe}:")
+        indent = "                "
+    if batching:
+        if group_keys:
+            emit(f"{indent}chosen[key] = (_et, o, k)")
+        else:
+            emit(f"{indent}chosen = (_et, o, k)")
+    else:
+        emit(f"{indent}out_ts.append(_et); out_rows.append(o); out_kinds.append(k)")
+        if group_keys:
+            emit(f"{indent}out_keys.append(key)")
+    if batching and not group_keys:
+        emit("    if chosen is None:")
+        emit("        return None")
+        skip = (offset not in (None, 0)) or (limit is not None and limit <= 0)
+        if skip:
+            emit("    return None")
+        else:
+            emit("    return [chosen[0]], [chosen[1]], (None if chosen[2] == 0 else [chosen[2]])")
+        return "\n".join(lines) + "\n"
+    if batching:
+        emit("    if not chosen:")
+        emit("        return None")
+        emit("    vals = list(chosen.values())")
+        emit("    out_ts = [v[0] for v in vals]; out_rows = [v[1] for v in vals]; out_kinds = [v[2] for v in vals]")
+        emit(
+            f"    return _order_limit(out_ts, out_rows, (None if 1 not in out_kinds else out_kinds), list(chosen), "
+            f"{order!r}, {offset!r}, {limit!r}, {current_on}, {expired_on})"
+        )
+        return "\n".join(lines) + "\n"
+    # non-batch (snapshot rate limiting): every qualifying event
+    emit("    if not out_rows:")
+    emit("        return None")
+    if group_keys:
+        emit(f"    if {limit!r} is not None:")
+        emit(f"        out_ts = out_ts[:{limit!r}]; out_rows = out_rows[:{limit!r}]; out_kinds = out_kinds[:{limit!r}]; out_keys = out_keys[:{limit!r}]")
+        emit("    return out_ts, out_rows, (None if 1 not in out_kinds else out_kinds), out_keys")
+    else:
+        emit(
+            f"    return _order_limit(out_ts, out_rows, (None if 1 not in out_kinds else out_kinds), None, "
+            f"{order!r}, {offset!r}, {limit!r}, {current_on}, {expired_on})"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _tuple(items: list[str]) -> str:
+    if not items:
+        return "()"
+    if len(items) == 1:
+        return f"({items[0]},)"
+    return "(" + ", ".join(items) + ")"
+
+
+__all__ = ["SelectorPlan", "compile_selector", "Variable"]

@@ -1,0 +1,215 @@
+"""`Runtime`: a compiled plan, running. The embedding API of ARCHITECTURE.md."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from engine.errors import CEPError, StateError
+from engine.events import Chunk, Event
+from engine.runtime import state as state_codec
+from engine.runtime.clock import PlaybackClock, Scheduler, WallClock
+from engine.runtime.junction import Junction
+from engine.runtime.state import StateRegistry
+from engine.types import AttrType, coerce, f32
+
+
+class Runtime:
+    """A running execution plan. Thread-safe: one lock serialises sends and timers."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        plan_id: str,
+        junctions: dict[str, Junction],
+        inputs: list[str],
+        outputs: list[str],
+        scheduler: Scheduler,
+        clock: PlaybackClock | WallClock,
+        start_time: int | None,
+        states: StateRegistry,
+        starters: list[Callable[[], None]],
+        annotations: dict[str, Any] | None = None,
+    ) -> None:
+        self.name = name
+        self.plan_id = plan_id
+        self._junctions = junctions
+        self.input_streams = list(inputs)
+        self.output_streams = list(outputs)
+        self._scheduler = scheduler
+        self._clock = clock
+        self._playback = isinstance(clock, PlaybackClock)
+        self._start_time = start_time
+        self._states = states
+        self._starters = starters
+        self._started = False
+        self._lock = threading.RLock()
+        self._closed = False
+        self.annotations = annotations or {}
+        self._float_columns = {
+            n: [i for i, t in enumerate(j.types) if t is AttrType.FLOAT] for n, j in junctions.items()
+        }
+        if not self._playback:
+            self._start(clock.now())
+
+    # ---- introspection ------------------------------------------------------------------
+
+    def stream_names(self) -> list[str]:
+        return list(self._junctions)
+
+    def attributes(self, stream: str) -> list[tuple[str, AttrType]]:
+        j = self._junction(stream)
+        return list(zip(j.names, j.types, strict=True))
+
+    def now(self) -> int:
+        return self._clock.now()
+
+    @property
+    def start_time(self) -> int | None:
+        return self._start_time if self._started else None
+
+    def _junction(self, stream: str) -> Junction:
+        j = self._junctions.get(stream)
+        if j is None:
+            msg = f"stream '{stream}' is not defined in plan '{self.name}'"
+            raise CEPError(msg)
+        return j
+
+    # ---- subscription and input ------------------------------------------------------
+
+    def subscribe(self, stream: str, fn: Callable[[list[Event]], None]) -> None:
+        """Call `fn(events)` with every chunk of events emitted into `stream`."""
+        self._junction(stream).subscribers.append(fn)
+
+    def subscribe_chunks(self, stream: str, fn: Callable[[str, Chunk], None]) -> None:
+        """Lower-level: `fn(stream, chunk)` with the engine's own chunks (kinds included)."""
+        self._junction(stream).raw_subscribers.append(fn)
+
+    def check_row(self, stream: str, data: Sequence[Any]) -> tuple[Any, ...]:
+        """Validate and convert one row for `stream`; raises TypeError/ValueError naming the
+        attribute."""
+        j = self._junction(stream)
+        if len(data) != len(j.types):
+            msg = f"stream '{stream}' has {len(j.types)} attributes, got {len(data)} values"
+            raise ValueError(msg)
+        out = []
+        for name, kind, value in zip(j.names, j.types, data, strict=True):
+            try:
+                out.append(coerce(value, kind))
+            except (TypeError, ValueError) as exc:
+                msg = f"attribute '{name}': {exc}"
+                raise type(exc)(msg) from None
+        return tuple(out)
+
+    def send(
+        self,
+        stream: str,
+        rows: Sequence[Sequence[Any]],
+        timestamps: Sequence[int] | int | None = None,
+    ) -> None:
+        """Send a chunk of rows (tuples in attribute order) into `stream`."""
+        if not rows:
+            return
+        j = self._junction(stream)
+        n = len(rows)
+        with self._lock:
+            if self._closed:
+                msg = f"plan '{self.name}' has been shut down"
+                raise CEPError(msg)
+            if timestamps is None:
+                ts = [self._clock.now()] * n
+            elif isinstance(timestamps, int):
+                ts = [timestamps] * n
+            else:
+                ts = list(timestamps)
+                if len(ts) != n:
+                    msg = f"{len(ts)} timestamps for {n} rows"
+                    raise ValueError(msg)
+            if self._playback:
+                assert isinstance(self._clock, PlaybackClock)
+                if not self._started:
+                    self._start(ts[0] if self._start_time is None else self._start_time)
+                self._clock.observe(ts[-1])
+                self._scheduler.fire_until(self._clock.now())
+            else:
+                self._scheduler.fire_until(self._clock.now())
+            data = rows if isinstance(rows, list) and (not rows or isinstance(rows[0], tuple)) else [tuple(r) for r in rows]
+            floats = self._float_columns.get(stream)
+            if floats:
+                data = _round_floats(data, floats)
+            j.publish(Chunk(ts, data))
+
+    def advance_to(self, t: int) -> None:
+        """Playback: move the clock to `t` and fire every timer due by then."""
+        with self._lock:
+            if self._playback:
+                assert isinstance(self._clock, PlaybackClock)
+                if not self._started:
+                    self._start(t if self._start_time is None else self._start_time)
+                self._clock.observe(t)
+                self._scheduler.fire_until(self._clock.now())
+            else:
+                self._scheduler.fire_until(self._clock.now())
+
+    def tick(self) -> int | None:
+        """Wall clock: fire due timers now; returns the next due time (ms) or None."""
+        with self._lock:
+            self._scheduler.fire_until(self._clock.now())
+            return self._scheduler.next_due()
+
+    def next_timer(self) -> int | None:
+        return self._scheduler.next_due()
+
+    def _start(self, t: int) -> None:
+        self._start_time = t
+        if isinstance(self._clock, PlaybackClock):
+            self._clock.observe(t)
+        self._started = True
+        for start in self._starters:
+            start()
+
+    # ---- state ---------------------------------------------------------------------------
+
+    def snapshot(self) -> bytes:
+        """Every operator's state, versioned and checksummed."""
+        with self._lock:
+            tree = {
+                "now": self._clock.now() if self._playback else None,
+                "started": self._started,
+                "start": self._start_time,
+                "states": self._states.snapshot(),
+            }
+            return state_codec.encode(tree, self.plan_id)
+
+    def restore(self, blob: bytes) -> None:
+        """Load a snapshot taken from a runtime of the same plan."""
+        tree = state_codec.decode(blob, self.plan_id)
+        if not isinstance(tree, dict) or "states" not in tree:
+            raise StateError("snapshot has no operator states")
+        with self._lock:
+            self._scheduler.clear()
+            if self._playback and tree["now"] is not None:
+                assert isinstance(self._clock, PlaybackClock)
+                self._clock.current = tree["now"]
+            self._start_time = tree["start"]
+            self._started = tree["started"]
+            self._states.restore(tree["states"])
+
+    def shutdown(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._scheduler.clear()
+
+
+def _round_floats(rows: list[tuple[Any, ...]], columns: list[int]) -> list[tuple[Any, ...]]:
+    out = []
+    for r in rows:
+        row = list(r)
+        for i in columns:
+            v = row[i]
+            if v is not None:
+                row[i] = f32(v)
+        out.append(tuple(row))
+    return out

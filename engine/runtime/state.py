@@ -1,0 +1,199 @@
+"""Snapshot encoding: a versioned, checksummed binary form of plain values.
+
+Operators snapshot to trees of None/bool/int/float/str/bytes/list/tuple/dict only; this
+module turns such a tree into bytes and back. No pickle: restoring a snapshot can never
+run code, and a corrupt or foreign blob fails with StateError.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from engine.errors import StateError
+
+MAGIC = b"CEPS"
+VERSION = 1
+
+_NONE, _TRUE, _FALSE, _INT, _FLOAT, _STR, _BYTES, _LIST, _TUPLE, _DICT, _BIGINT, _SET = range(12)
+_Q = struct.Struct("<q")
+_D = struct.Struct("<d")
+_I = struct.Struct("<I")
+
+
+def _encode(value: Any, out: bytearray) -> None:
+    if value is None:
+        out.append(_NONE)
+    elif value is True:
+        out.append(_TRUE)
+    elif value is False:
+        out.append(_FALSE)
+    elif isinstance(value, int):
+        if -(2**63) <= value < 2**63:
+            out.append(_INT)
+            out += _Q.pack(value)
+        else:
+            raw = str(value).encode()
+            out.append(_BIGINT)
+            out += _I.pack(len(raw)) + raw
+    elif isinstance(value, float):
+        out.append(_FLOAT)
+        out += _D.pack(value)
+    elif isinstance(value, str):
+        raw = value.encode("utf-8", "surrogatepass")
+        out.append(_STR)
+        out += _I.pack(len(raw)) + raw
+    elif isinstance(value, (bytes, bytearray)):
+        out.append(_BYTES)
+        out += _I.pack(len(value)) + bytes(value)
+    elif isinstance(value, list):
+        out.append(_LIST)
+        out += _I.pack(len(value))
+        for v in value:
+            _encode(v, out)
+    elif isinstance(value, tuple):
+        out.append(_TUPLE)
+        out += _I.pack(len(value))
+        for v in value:
+            _encode(v, out)
+    elif isinstance(value, dict):
+        out.append(_DICT)
+        out += _I.pack(len(value))
+        for k, v in value.items():
+            _encode(k, out)
+            _encode(v, out)
+    elif isinstance(value, (set, frozenset)):
+        out.append(_SET)
+        items = list(value)
+        out += _I.pack(len(items))
+        for v in items:
+            _encode(v, out)
+    else:
+        msg = f"cannot snapshot a value of type {type(value).__name__}"
+        raise StateError(msg)
+
+
+def _decode(buf: memoryview, pos: int) -> tuple[Any, int]:
+    tag = buf[pos]
+    pos += 1
+    if tag == _NONE:
+        return None, pos
+    if tag == _TRUE:
+        return True, pos
+    if tag == _FALSE:
+        return False, pos
+    if tag == _INT:
+        return _Q.unpack_from(buf, pos)[0], pos + 8
+    if tag == _FLOAT:
+        return _D.unpack_from(buf, pos)[0], pos + 8
+    if tag in (_STR, _BYTES, _BIGINT):
+        (n,) = _I.unpack_from(buf, pos)
+        pos += 4
+        raw = bytes(buf[pos : pos + n])
+        if len(raw) != n:
+            raise StateError("snapshot is truncated")
+        pos += n
+        if tag == _STR:
+            return raw.decode("utf-8", "surrogatepass"), pos
+        if tag == _BIGINT:
+            return int(raw.decode()), pos
+        return raw, pos
+    if tag in (_LIST, _TUPLE, _SET):
+        (n,) = _I.unpack_from(buf, pos)
+        pos += 4
+        items = []
+        for _ in range(n):
+            v, pos = _decode(buf, pos)
+            items.append(v)
+        if tag == _TUPLE:
+            return tuple(items), pos
+        if tag == _SET:
+            return set(items), pos
+        return items, pos
+    if tag == _DICT:
+        (n,) = _I.unpack_from(buf, pos)
+        pos += 4
+        d = {}
+        for _ in range(n):
+            k, pos = _decode(buf, pos)
+            v, pos = _decode(buf, pos)
+            d[k] = v
+        return d, pos
+    msg = f"snapshot holds an unknown value tag {tag}"
+    raise StateError(msg)
+
+
+def encode(tree: Any, plan_id: str) -> bytes:
+    body = bytearray()
+    _encode(tree, body)
+    header = MAGIC + struct.pack("<H", VERSION)
+    pid = plan_id.encode()
+    meta = _I.pack(len(pid)) + pid
+    digest = hashlib.sha256(header + meta + body).digest()
+    return header + meta + bytes(body) + digest
+
+
+def decode(blob: bytes, plan_id: str | None = None) -> Any:
+    if len(blob) < 6 + 4 + 32 or blob[:4] != MAGIC:
+        raise StateError("not a Cepheus snapshot")
+    (version,) = struct.unpack_from("<H", blob, 4)
+    if version != VERSION:
+        msg = f"snapshot format version {version} is not supported (this engine reads {VERSION})"
+        raise StateError(msg)
+    payload, digest = blob[:-32], blob[-32:]
+    if hashlib.sha256(payload).digest() != digest:
+        raise StateError("snapshot checksum does not match: the snapshot is corrupt")
+    (n,) = _I.unpack_from(blob, 6)
+    pid = blob[10 : 10 + n].decode()
+    if plan_id is not None and pid != plan_id:
+        msg = f"snapshot was taken from plan '{pid}', not '{plan_id}'"
+        raise StateError(msg)
+    try:
+        tree, pos = _decode(memoryview(payload), 10 + n)
+    except (struct.error, IndexError, UnicodeDecodeError) as exc:
+        raise StateError("snapshot is truncated or corrupt") from exc
+    if pos != len(payload):
+        raise StateError("snapshot has trailing bytes")
+    return tree
+
+
+class Stateful:
+    """Anything whose state a snapshot must carry."""
+
+    def snapshot(self) -> Any:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def restore(self, state: Any) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class StateRegistry:
+    """Stateful parts of one runtime, under stable keys (`query1/window`, ...)."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {}
+
+    def register(self, key: str, snapshot: Callable[[], Any], restore: Callable[[Any], None]) -> None:
+        if key in self._items:
+            n = 2
+            while f"{key}#{n}" in self._items:
+                n += 1
+            key = f"{key}#{n}"
+        self._items[key] = (snapshot, restore)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {k: snap() for k, (snap, _) in self._items.items()}
+
+    def restore(self, states: dict[str, Any]) -> None:
+        missing = set(self._items) - set(states)
+        extra = set(states) - set(self._items)
+        if missing or extra:
+            msg = (
+                "snapshot does not match this plan's operators "
+                f"(missing: {sorted(missing)[:5]}, unexpected: {sorted(extra)[:5]})"
+            )
+            raise StateError(msg)
+        for key, (_, restore) in self._items.items():
+            restore(states[key])
