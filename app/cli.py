@@ -17,9 +17,11 @@ def _read_plan(path: str) -> str:
         with open(path, encoding="utf-8") as f:
             return f.read()
     except OSError as exc:
-        raise click.ClickException(f"cannot read plan {path}: {exc.strerror}") from None
+        msg = f"cannot read plan {path}: {exc.strerror}"
+        raise click.ClickException(msg) from None
     except UnicodeDecodeError:
-        raise click.ClickException(f"{path} is not UTF-8 text") from None
+        msg = f"{path} is not UTF-8 text"
+        raise click.ClickException(msg) from None
 
 
 def _print_query_error(exc: engine.QueryError, path: str) -> None:
@@ -47,16 +49,33 @@ def validate(plan: str) -> None:
 
 @main.command()
 @click.argument("plan", type=click.Path(dir_okay=False))
-@click.option("--input", "input_path", required=True, type=click.Path(dir_okay=False), help="events (JSON Lines)")
-@click.option("--output", "output_path", type=click.Path(dir_okay=False), help="write results here (default: stdout)")
+@click.option(
+    "--input", "input_path", required=True, type=click.Path(dir_okay=False), help="events (JSON Lines)"
+)
+@click.option(
+    "--output", "output_path", type=click.Path(dir_okay=False), help="write results here (default: stdout)"
+)
 @click.option("--engine", "engine_name", type=click.Choice(["local"]), default="local", show_default=True)
+@click.option(
+    "--stream",
+    "streams",
+    multiple=True,
+    help="write only this stream (repeatable; default: the plan's @Export streams, else every stream a query inserts into)",
+)
 @click.option(
     "--start-time",
     type=int,
     default=None,
     help="playback start in ms (default: 1000 for relative timelines, else the first timestamp)",
 )
-def run(plan: str, input_path: str, output_path: str | None, engine_name: str, start_time: int | None) -> None:
+def run(
+    plan: str,
+    input_path: str,
+    output_path: str | None,
+    engine_name: str,
+    streams: tuple[str, ...],
+    start_time: int | None,
+) -> None:
     """Replay INPUT through PLAN in playback time and print every event the plan emits."""
     from app.replay import ReplayError, first_timestamp, replay
 
@@ -70,7 +89,8 @@ def run(plan: str, input_path: str, output_path: str | None, engine_name: str, s
         size = os.path.getsize(input_path)
         handle = open(input_path, encoding="utf-8")  # noqa: SIM115 - closed below
     except OSError as exc:
-        raise click.ClickException(f"cannot read {input_path}: {exc.strerror}") from None
+        msg = f"cannot read {input_path}: {exc.strerror}"
+        raise click.ClickException(msg) from None
 
     show_progress = sys.stderr.isatty() and size > 1_000_000
     bar = click.progressbar(length=size, label="replaying", file=sys.stderr) if show_progress else None
@@ -99,6 +119,7 @@ def run(plan: str, input_path: str, output_path: str | None, engine_name: str, s
                 filename=input_path,
                 start_time=start_time,
                 first_time=lambda: first_timestamp(input_path),
+                streams=list(streams) or None,
             )
         finally:
             if bar is not None:

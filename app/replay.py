@@ -154,12 +154,17 @@ def replay(
     start_time: int | None = None,
     first_time: Callable[[], int | None] | None = None,
     progress: Callable[[int], None] | None = None,
+    streams: list[str] | None = None,
 ) -> int:
     """Run the replay; returns the number of events written."""
     start = start_time if start_time is not None else default_start_time(first_time() if first_time else None)
     rt = engine.compile(plan_text, start_time=start)
     recorder = Recorder(out)
-    for stream in rt.output_streams:
+    chosen = streams or rt.output_streams
+    for stream in chosen:
+        if stream not in rt.stream_names():
+            msg = f"--stream {stream}: the plan has no such stream (streams: {', '.join(rt.stream_names())})"
+            raise ReplayError(msg)
         rt.subscribe_chunks(stream, recorder)
     for item in read_items(iter(lines), rt, filename):
         if isinstance(item, Marker):

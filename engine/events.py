@@ -45,7 +45,7 @@ class Event:
 class Chunk:
     """A batch of events moving between operators."""
 
-    __slots__ = ("ts", "rows", "kinds", "keys")
+    __slots__ = ("ts", "rows", "kinds", "keys", "uniform")
 
     def __init__(
         self,
@@ -53,11 +53,13 @@ class Chunk:
         rows: list[tuple[Any, ...]],
         kinds: list[int] | None = None,
         keys: list[Any] | None = None,
+        uniform: bool = False,
     ) -> None:
         self.ts = ts
         self.rows = rows
         self.kinds = kinds
         self.keys = keys  # group-by key of each event, for rate limiters
+        self.uniform = uniform  # every event has the same timestamp (fast paths may use ts[0])
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -71,7 +73,7 @@ class Chunk:
             return self
         keep = [k != RESET for k in self.kinds]
         if all(keep):
-            return Chunk(self.ts, self.rows)
+            return Chunk(self.ts, self.rows, uniform=self.uniform)
         ts = [t for t, k in zip(self.ts, keep, strict=True) if k]
         rows = [r for r, k in zip(self.rows, keep, strict=True) if k]
         return Chunk(ts, rows)
@@ -81,9 +83,7 @@ class Chunk:
         if kinds is None:
             return [Event(t, r) for t, r in zip(self.ts, self.rows, strict=True)]
         return [
-            Event(t, r, k == EXPIRED)
-            for t, r, k in zip(self.ts, self.rows, kinds, strict=True)
-            if k != RESET
+            Event(t, r, k == EXPIRED) for t, r, k in zip(self.ts, self.rows, kinds, strict=True) if k != RESET
         ]
 
 

@@ -216,6 +216,7 @@ class DefinitionParser(ExpressionParser):
         from engine.query.queries import PartitionDefinition, ValuePartition
 
         name, tok = self._defined_name("partition")
+        self.legacy = True
         self.expect_word("by")
         parts = []
         while True:
@@ -235,9 +236,12 @@ class DefinitionParser(ExpressionParser):
         t = self.tok
         kind = None
         if t.is_word("all", "expired", "current"):
-            if self.peek().is_word("events") or (self.peek().is_punct("-") and self.peek(2).is_word("events")):
+            if self.peek().is_word("events") or (
+                self.peek().is_punct("-") and self.peek(2).is_word("events")
+            ):
                 kind = self.advance().text.lower()
-                self.accept_punct("-")
+                if self.accept_punct("-"):
+                    self.legacy = True
                 self.advance()
                 return kind
         if t.is_word("events"):

@@ -72,7 +72,7 @@ class ExpressionParser(TokenStream):
             self.advance()
             operand = self._unary()
             return Not(operand, span=span_of(start).to(operand.span))
-        if start.is_punct("-") and not self.peek().kind in (INT,) and not self._signed_literal_ahead():
+        if start.is_punct("-") and self.peek().kind not in (INT,) and not self._signed_literal_ahead():
             self.advance()
             operand = self._unary()
             return Negate(operand, span=span_of(start).to(operand.span))

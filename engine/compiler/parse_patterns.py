@@ -11,6 +11,7 @@ from engine.query.queries import (
     EveryState,
     LogicalState,
     NextState,
+    SingleInput,
     StateElement,
     StateInput,
     StreamState,
@@ -18,6 +19,9 @@ from engine.query.queries import (
 
 
 class PatternParser(DefinitionParser):
+    def single_input(self, allow_window: bool = True, allow_alias: bool = False) -> SingleInput:
+        raise NotImplementedError  # provided by QueryParser
+
     def state_input(self, kind: str) -> StateInput:
         start = self.tok
         root = self._chain(kind == "sequence")
@@ -95,7 +99,9 @@ class PatternParser(DefinitionParser):
                     hi = lo
             self.expect_punct(">", " to close the count '<min:max>'")
             if hi is not None and hi < lo:
-                raise self.error(f"the count <{lo}:{hi}> has its maximum below its minimum", self.span_from(start))
+                raise self.error(
+                    f"the count <{lo}:{hi}> has its maximum below its minimum", self.span_from(start)
+                )
             return CountState(state, lo, hi, span=self.span_from(start))
         if sequence and self.at_punct("*", "+", "?"):
             q = self.advance().text

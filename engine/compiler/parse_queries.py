@@ -26,6 +26,7 @@ from engine.query.queries import (
     Selector,
     SetAssignment,
     SingleInput,
+    StateInput,
     StreamFunction,
     UpdateOrInsert,
     UpdateTable,
@@ -56,7 +57,7 @@ class QueryParser(PatternParser):
         q.span = self.span_from(start)
         return q
 
-    def query_input(self):  # type: ignore[no-untyped-def]
+    def query_input(self) -> SingleInput | JoinInput | AnonymousInput | StateInput:
         start = self.tok
         if start.is_punct("(") and self.peek().is_word("from"):
             return self.anonymous_input()
@@ -95,8 +96,10 @@ class QueryParser(PatternParser):
                         return "sequence"
                     if t.text == "=" and j == self.i + 1:
                         found = "pattern"
-                    if t.text == "<" and self.tokens[j + 1].kind == INT or (
-                        t.text == "<" and self.tokens[j + 1].is_punct(":")
+                    if (
+                        t.text == "<"
+                        and self.tokens[j + 1].kind == INT
+                        or (t.text == "<" and self.tokens[j + 1].is_punct(":"))
                     ):
                         found = "pattern"
             elif depth == 0 and t.is_word(*_CLAUSE_WORDS):
@@ -157,9 +160,7 @@ class QueryParser(PatternParser):
             if self.at_punct("["):
                 si_start = self.advance()
                 expr = self.expression()
-                self.expect_punct(
-                    "]", f" to close the filter opened at {si_start.line}:{si_start.col}"
-                )
+                self.expect_punct("]", f" to close the filter opened at {si_start.line}:{si_start.col}")
                 target.append(Filter(expr, self.span_from(si_start)))
             elif self.at_punct("#") and self.peek().is_punct("["):
                 hstart = self.advance()
@@ -193,7 +194,6 @@ class QueryParser(PatternParser):
         uni: str | None = None
         if self.accept_word("unidirectional"):
             uni = "left"
-        join_tok = self.tok
         if self.accept_word("left"):
             self.expect_word("outer")
             join_type = "left_outer"
@@ -203,8 +203,10 @@ class QueryParser(PatternParser):
         elif self.accept_word("full"):
             self.expect_word("outer")
             join_type = "full_outer"
-        elif self.accept_word("outer"):
-            join_type = "full_outer"
+        elif self.at_word("outer"):
+            raise self.error(
+                "found 'outer join'; write 'left outer join', 'right outer join' or 'full outer join'", self.tok
+            )
         else:
             self.accept_word("inner")
             join_type = "inner"
@@ -215,7 +217,6 @@ class QueryParser(PatternParser):
                 raise self.error("only one side of a join can be unidirectional", self.prev)
             uni = "right"
         j = JoinInput(left, right, join_type, uni)
-        del join_tok
         if self.accept_word("on"):
             j.on = self.expression()
         if self.accept_word("within"):

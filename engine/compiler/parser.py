@@ -26,7 +26,9 @@ class Parser(QueryParser):
             annotations = self._leading_annotations(app)
             if self.at_eof() or self.at_punct(";"):
                 if annotations:
-                    raise self.error("an annotation must be followed by a definition or a query", annotations[-1].span)
+                    raise self.error(
+                        "an annotation must be followed by a definition or a query", annotations[-1].span
+                    )
                 continue
             if self.at_word("define"):
                 app.definitions.append(self.definition(annotations, start))
@@ -40,6 +42,7 @@ class Parser(QueryParser):
                 self.fail("expected 'define', 'from', 'partition' or an annotation")
             expect_separator = True
         _attach_legacy_partitions(app)
+        app.legacy = self.legacy or any(a.key.startswith("plan:") for a in app.annotations)
         return app
 
     def _leading_annotations(self, app: App) -> list[Annotation]:

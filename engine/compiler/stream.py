@@ -62,6 +62,7 @@ class TokenStream:
         self.tokens = tokens
         self.source = source
         self.i = 0
+        self.legacy = False  # saw a Siddhi 2.x (WSO2 CEP 3.x) form
 
     # ---- cursor -------------------------------------------------------------------
 

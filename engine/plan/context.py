@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.plan.expressions import CompileErrors, ExpressionCompiler, ExprContext
+from engine.plan.expressions import CompileErrors, ExprContext, ExpressionCompiler
 from engine.plan.functions import FunctionRegistry, default_registry
 from engine.query.expressions import Span
 from engine.runtime.clock import Scheduler
@@ -43,6 +43,7 @@ class PlanContext:
     table_infos: dict[str, StreamInfo] = field(default_factory=dict)
     window_infos: dict[str, StreamInfo] = field(default_factory=dict)
     query_count: int = 0
+    legacy: bool = False  # the plan is in the WSO2 CEP 3.x dialect
 
     def compiler(self) -> ExpressionCompiler:
         ctx = ExprContext(self.errors, self.namespace, function_registry=self.functions)

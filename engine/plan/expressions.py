@@ -131,10 +131,16 @@ class ExpressionCompiler:
         if isinstance(expr, IsNull):
             if isinstance(expr.operand, Variable) and expr.operand.stream is None:
                 src = scope.find_source(expr.operand.attribute)
-                if src is not None and src.indexed_row is not None and src.index_of(expr.operand.attribute) is None:
+                if (
+                    src is not None
+                    and src.indexed_row is not None
+                    and src.index_of(expr.operand.attribute) is None
+                ):
                     return self.stream_is_null(IsNullStream(expr.operand.attribute, span=expr.span), scope)
             inner = self.compile(expr.operand, scope)
-            return Compiled(f"({inner.safe} is None)", f"({inner.safe} is None)", AttrType.BOOL, may_be_null=False)
+            return Compiled(
+                f"({inner.safe} is None)", f"({inner.safe} is None)", AttrType.BOOL, may_be_null=False
+            )
         if isinstance(expr, IsNullStream):
             return self.stream_is_null(expr, scope)
         if isinstance(expr, FunctionCall):
@@ -246,10 +252,14 @@ class ExpressionCompiler:
         a, b = left.fast, right.fast
         if op == "/":
             fast = f"_idiv({a}, {b})" if integral else f"_fdiv({a}, {b})"
-            safe = f"_s_idiv({left.safe}, {right.safe})" if integral else f"_s_fdiv({left.safe}, {right.safe})"
+            safe = (
+                f"_s_idiv({left.safe}, {right.safe})" if integral else f"_s_fdiv({left.safe}, {right.safe})"
+            )
         elif op == "%":
             fast = f"_imod({a}, {b})" if integral else f"_fmod({a}, {b})"
-            safe = f"_s_imod({left.safe}, {right.safe})" if integral else f"_s_fmod({left.safe}, {right.safe})"
+            safe = (
+                f"_s_imod({left.safe}, {right.safe})" if integral else f"_s_fmod({left.safe}, {right.safe})"
+            )
         else:
             fast = f"({a} {op} {b})"
             safe = f"_s_{_ARITH[op]}({left.safe}, {right.safe})"
@@ -275,7 +285,11 @@ class ExpressionCompiler:
                 fast = f"({a} == {b} != None)"
             else:
                 fast = f"({a} == {b})"
-            safe = f"({left.safe} == {right.safe} != None)" if left.may_be_null and right.may_be_null else f"({left.safe} == {right.safe})"
+            safe = (
+                f"({left.safe} == {right.safe} != None)"
+                if left.may_be_null and right.may_be_null
+                else f"({left.safe} == {right.safe})"
+            )
         elif op == "!=":
             fast = f"(None != {a} != {b} != None)"
             safe = f"(None != {left.safe} != {right.safe} != None)"
@@ -309,7 +323,8 @@ class ExpressionCompiler:
         found = lookup(e.table) if lookup is not None else None
         if found is None:
             return self.error(f"unknown table '{e.table}' after 'in'", e.table_span)
-        return found.compile_in(self, e, scope)  # type: ignore[no-any-return]
+        result: Compiled = found.compile_in(self, e, scope)
+        return result
 
 
 def _comparison_problem(op: str, lt: AttrType, rt: AttrType) -> str | None:

@@ -47,7 +47,9 @@ def _c(fast: str, safe: str, kind: AttrType, may_be_null: bool = True) -> Compil
     return Compiled(fast, safe, kind, may_be_null=may_be_null)
 
 
-def _arity(comp: ExpressionCompiler, call: FunctionCall, args: list[Compiled], lo: int, hi: int | None) -> bool:
+def _arity(
+    comp: ExpressionCompiler, call: FunctionCall, args: list[Compiled], lo: int, hi: int | None
+) -> bool:
     n = len(args)
     if n < lo or (hi is not None and n > hi):
         if hi == lo:
@@ -81,16 +83,16 @@ def _coalesce(comp: ExpressionCompiler, call: FunctionCall, args: list[Compiled]
     return _c(fast, safe, kind)
 
 
-def _if_then_else(comp: ExpressionCompiler, call: FunctionCall, args: list[Compiled], scope: Scope) -> Compiled:
+def _if_then_else(
+    comp: ExpressionCompiler, call: FunctionCall, args: list[Compiled], scope: Scope
+) -> Compiled:
     if not _arity(comp, call, args, 3, 3):
         return _c("None", "None", AttrType.OBJECT)
     cond, a, b = args
     if cond.type is not AttrType.BOOL:
         return comp.error("the first argument of ifThenElse() must be a bool condition", call.args[0].span)
     if a.type != b.type and not (a.const and a.value is None) and not (b.const and b.value is None):
-        return comp.error(
-            f"ifThenElse() branches must have one type, found {a.type} and {b.type}", call.span
-        )
+        return comp.error(f"ifThenElse() branches must have one type, found {a.type} and {b.type}", call.span)
     kind = a.type if not (a.const and a.value is None) else b.type
     cb = comp.as_bool(cond)
     return _c(f"({a.fast} if {cb.fast} else {b.fast})", f"({a.safe} if {cb.safe} else {b.safe})", kind)
@@ -101,7 +103,10 @@ _TYPE_NAMES = {t.value: t for t in AttrType}
 
 def _target_type(comp: ExpressionCompiler, call: FunctionCall, arg: Compiled, fname: str) -> AttrType | None:
     if not (arg.const and isinstance(arg.value, str)):
-        comp.error(f"the second argument of {fname}() must be a constant type name such as 'double'", call.args[1].span)
+        comp.error(
+            f"the second argument of {fname}() must be a constant type name such as 'double'",
+            call.args[1].span,
+        )
         return None
     kind = _TYPE_NAMES.get(arg.value.lower())
     if kind is None:
@@ -193,13 +198,17 @@ def _uuid(comp: ExpressionCompiler, call: FunctionCall, args: list[Compiled], sc
     return _c("_new_uuid()", "_new_uuid()", AttrType.STRING, may_be_null=False)
 
 
-def _current_time(comp: ExpressionCompiler, call: FunctionCall, args: list[Compiled], scope: Scope) -> Compiled:
+def _current_time(
+    comp: ExpressionCompiler, call: FunctionCall, args: list[Compiled], scope: Scope
+) -> Compiled:
     if not _arity(comp, call, args, 0, 0):
         return _c("None", "None", AttrType.LONG)
     return _c("_now()", "_now()", AttrType.LONG, may_be_null=False)
 
 
-def _event_timestamp(comp: ExpressionCompiler, call: FunctionCall, args: list[Compiled], scope: Scope) -> Compiled:
+def _event_timestamp(
+    comp: ExpressionCompiler, call: FunctionCall, args: list[Compiled], scope: Scope
+) -> Compiled:
     if not _arity(comp, call, args, 0, 1):
         return _c("None", "None", AttrType.LONG)
     if args:
@@ -216,7 +225,9 @@ def _event_timestamp(comp: ExpressionCompiler, call: FunctionCall, args: list[Co
     return _c(scope.event_ts, scope.event_ts, AttrType.LONG, may_be_null=False)
 
 
-def _size_of_set(comp: ExpressionCompiler, call: FunctionCall, args: list[Compiled], scope: Scope) -> Compiled:
+def _size_of_set(
+    comp: ExpressionCompiler, call: FunctionCall, args: list[Compiled], scope: Scope
+) -> Compiled:
     if not _arity(comp, call, args, 1, 1):
         return _c("None", "None", AttrType.INT)
     code = f"_size_of_set({args[0].safe})"

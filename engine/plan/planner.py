@@ -18,6 +18,7 @@ from engine.query.definitions import (
     TableDefinition,
     TriggerDefinition,
     WindowDefinition,
+    find_annotation,
 )
 from engine.query.expressions import Span
 from engine.query.queries import (
@@ -40,7 +41,7 @@ class Planner:
     def __init__(self, app: App, source: str) -> None:
         self.app = app
         self.source = source
-        self.ctx = PlanContext()
+        self.ctx = PlanContext(legacy=app.legacy)
         self.templates: list[QueryTemplate] = []
         self.partitions: list[Any] = []
         self.triggers: list[TriggerDefinition] = []
@@ -57,9 +58,7 @@ class Planner:
             kind = type(d).__name__.replace("Definition", "").lower()
             if isinstance(d, PartitionDefinition):
                 continue
-            if d.name in seen and not (
-                isinstance(d, StreamDefinition) and self._same_stream(d)
-            ):
+            if d.name in seen and not (isinstance(d, StreamDefinition) and self._same_stream(d)):
                 prev_kind, prev_span = seen[d.name]
                 ctx.errors.add(
                     f"'{d.name}' is already defined as a {prev_kind} at line {prev_span.line}",
@@ -102,7 +101,9 @@ class Planner:
                         ctx.errors.add(f"trigger '{d.name}': {problem}", d.span)
                 if d.every_ms is not None and d.every_ms <= 0:
                     ctx.errors.add(f"trigger '{d.name}' needs a positive period", d.span)
-                ctx.streams[d.name] = StreamInfo(d.name, ["triggered_time"], [AttrType.LONG], d.name_span, kind="trigger")
+                ctx.streams[d.name] = StreamInfo(
+                    d.name, ["triggered_time"], [AttrType.LONG], d.name_span, kind="trigger"
+                )
                 self.triggers.append(d)
             elif isinstance(d, FunctionDefinition):
                 ctx.errors.add(
@@ -147,7 +148,9 @@ class Planner:
                 continue
             self.templates.append(template)
 
-    def plan_query(self, query: Query, inner: dict[str, StreamInfo] | None, partition: Any = None) -> QueryTemplate:
+    def plan_query(
+        self, query: Query, inner: dict[str, StreamInfo] | None, partition: Any = None
+    ) -> QueryTemplate:
         name = query_name(self.ctx, query)
         source = query.input
         if isinstance(source, SingleInput):
@@ -225,10 +228,6 @@ class Planner:
                     for k, v in s.items():
                         if k in state:
                             v.restore(state[k])
-                    for v in s.values():
-                        rt = getattr(v, "restore_timers", None)
-                        if rt is not None:
-                            rt()
 
                 states.register(f"query/{template.name}", snap, restore)
             starters.extend(built.start)
@@ -239,7 +238,13 @@ class Planner:
         name = self.app.name or "plan"
         plan_id = hashlib.sha256(self.source.encode()).hexdigest()[:16]
         inputs = [n for n, i in self.ctx.streams.items() if not i.implicit and i.kind == "stream"]
-        emitted = self.outputs + [t.name for t in self.triggers if t.name not in self.outputs]
+        exported = [
+            d.name
+            for d in self.app.definitions
+            if isinstance(d, StreamDefinition) and find_annotation(d.annotations, "export") is not None
+        ]
+        # A plan that declares its interface (@Export) outputs just those streams.
+        emitted = exported or self.outputs + [t.name for t in self.triggers if t.name not in self.outputs]
         rt = Runtime(
             name=name,
             plan_id=plan_id,

@@ -28,7 +28,6 @@ from engine.query.queries import (
 from engine.runtime.query import (
     CallbackStage,
     FunctionStage,
-    QueryInstance,
     SelectStage,
     Stage,
     WindowStage,
@@ -68,11 +67,15 @@ def query_name(ctx: PlanContext, query: Query) -> str:
     return query.name or f"query{ctx.query_count}"
 
 
-def resolve_input(ctx: PlanContext, si: SingleInput, inner_streams: dict[str, StreamInfo] | None) -> StreamInfo:
+def resolve_input(
+    ctx: PlanContext, si: SingleInput, inner_streams: dict[str, StreamInfo] | None
+) -> StreamInfo:
     comp_errors = ctx.errors
     if si.inner:
         if inner_streams is None:
-            comp_errors.add(f"inner stream '#{si.stream}' can only be used inside a partition", si.stream_span)
+            comp_errors.add(
+                f"inner stream '#{si.stream}' can only be used inside a partition", si.stream_span
+            )
             raise PlanError
         info = inner_streams.get(si.stream)
         if info is None:
@@ -124,54 +127,61 @@ def compile_filter_condition(comp: ExpressionCompiler, handlers: list[Any], scop
 
 
 def filter_function(cond: Compiled, namespace: dict[str, Any], uses_ts: bool) -> Callable[..., Any]:
+    """A chunk filter: one comprehension when the chunk shares one timestamp."""
     it = "_et, r in zip(ts, rows)" if uses_ts else "r in rows"
     src = f"""
-def f(ts, rows, kinds):
+def f(chunk):
+    ts = chunk.ts; rows = chunk.rows; kinds = chunk.kinds
+    if kinds is None and chunk.uniform and not {uses_ts}:
+        try:
+            out = [r for r in rows if {cond.fast}]
+        except (TypeError, ZeroDivisionError):
+            out = [r for r in rows if {cond.safe}]
+        return _Chunk(ts[:len(out)], out, None, None, True)
     try:
         keep = [{cond.fast} for {it}]
     except (TypeError, ZeroDivisionError):
         keep = [{cond.safe} for {it}]
     if kinds is None:
-        return list(_compress(ts, keep)), list(_compress(rows, keep)), None
-    return list(_compress(ts, keep)), list(_compress(rows, keep)), list(_compress(kinds, keep))
+        return _Chunk(list(_compress(ts, keep)), list(_compress(rows, keep)), None, None, chunk.uniform)
+    return _Chunk(list(_compress(ts, keep)), list(_compress(rows, keep)), list(_compress(kinds, keep)))
 """
     ns = dict(namespace)
+    ns["_Chunk"] = Chunk
     exec(compile(src, "<filter>", "exec"), ns)  # noqa: S102 - generated code
     return ns["f"]  # type: ignore[no-any-return]
 
 
 def fused_function(cond: Compiled | None, sel: SelectorPlan, namespace: dict[str, Any]) -> Callable[..., Any]:
-    """Filter and projection in one pass of comprehensions (no per-event calls)."""
+    """Filter and projection in one pass of comprehensions (no per-event calls). Returns
+    None when the chunk holds a null the fast code cannot take (the caller falls back)."""
     fast = _tuple(sel.projection_fast)
-    names = "_et, r" if "_et" in fast or (cond is not None and "_et" in cond.fast) else "r"
-    if cond is None:
-        src = f"""
-def f(ts, rows, kinds):
-    try:
-        return ts, [{fast} for r in rows], None
-    except (TypeError, ZeroDivisionError):
-        return None
-"""
-    elif names == "r":
-        src = f"""
-def f(ts, rows, kinds):
-    try:
-        keep = [{cond.fast} for r in rows]
-        return list(_compress(ts, keep)), [{fast} for r in _compress(rows, keep)], None
-    except (TypeError, ZeroDivisionError):
-        return None
-"""
-    else:
-        src = f"""
-def f(ts, rows, kinds):
-    try:
-        keep = [{cond.fast} for _et, r in zip(ts, rows)]
+    uses_ts = "_et" in fast or (cond is not None and "_et" in cond.fast)
+    if uses_ts:
+        if cond is None:
+            body = f"return _Chunk(ts, [{fast} for _et, r in zip(ts, rows)], None, None, chunk.uniform)"
+        else:
+            body = f"""keep = [{cond.fast} for _et, r in zip(ts, rows)]
         ts2 = list(_compress(ts, keep))
-        return ts2, [{fast} for _et, r in zip(ts2, _compress(rows, keep))], None
+        return _Chunk(ts2, [{fast} for _et, r in zip(ts2, _compress(rows, keep))], None, None, chunk.uniform)"""
+    elif cond is None:
+        body = f"return _Chunk(ts, [{fast} for r in rows], None, None, chunk.uniform)"
+    else:
+        body = f"""if chunk.uniform:
+            out = [{fast} for r in rows if {cond.fast}]
+            return _Chunk(ts[:len(out)], out, None, None, True)
+        keep = [{cond.fast} for r in rows]
+        return _Chunk(list(_compress(ts, keep)), [{fast} for r in _compress(rows, keep)], None, None, False)"""
+    src = f"""
+def f(chunk):
+    ts = chunk.ts; rows = chunk.rows
+    try:
+        {body}
     except (TypeError, ZeroDivisionError):
         return None
 """
     ns = dict(namespace)
+    ns["_Chunk"] = Chunk
     exec(compile(src, "<fused>", "exec"), ns)  # noqa: S102 - generated code
     return ns["f"]  # type: ignore[no-any-return]
 
@@ -217,7 +227,9 @@ def define_output(
             return
     elif target in ctx.table_infos or target in ctx.window_infos:
         info = ctx.table_infos.get(target) or ctx.window_infos[target]
-        _check_compatible(ctx, info, names, types, out, what="table" if target in ctx.table_infos else "window")
+        _check_compatible(
+            ctx, info, names, types, out, what="table" if target in ctx.table_infos else "window"
+        )
         return
     else:
         existing = ctx.streams.get(target)
@@ -289,7 +301,7 @@ def plan_single_query(
     define_output(ctx, query, sel.names, sel.types, inner_streams)
     limiter = plan_rate_limiter(query, sel, comp)
     output = plan_output(ctx, query, sel, comp, inner_streams)
-    needs_expired = expired_on or sel.has_aggregates or is_named_window
+    expired_used = expired_on or sel.has_aggregates
     uses_ts = lambda c: c is not None and "_et" in c.fast  # noqa: E731
     pre_fn = filter_function(pre, ctx.namespace, uses_ts(pre)) if pre is not None else None
     post_fn = filter_function(post, ctx.namespace, uses_ts(post)) if post is not None else None
@@ -318,7 +330,16 @@ def plan_single_query(
             if pre_fn is not None:
                 stages.append(FunctionStage(pre_fn, name))
             if window is not None:
-                wctx = WindowContext(env.scheduler, env.now, needs_expired, name, win_types, env.start_time)
+                wctx = WindowContext(
+                    env.scheduler,
+                    f"{env.prefix}{name}/window",
+                    env.now,
+                    expired_on,
+                    name,
+                    win_types,
+                    env.start_time,
+                    expired_used=expired_used,
+                )
                 w = window.build(wctx)
                 stages.append(WindowStage(w))
                 states["window"] = w
@@ -329,7 +350,7 @@ def plan_single_query(
             states["selector"] = selector
             stages.append(SelectStage(selector))
         if limiter is not None:
-            lim = limiter.build(env)
+            lim = limiter.build(env, f"{env.prefix}{name}/ratelimit")
             states["ratelimit"] = lim
             stages.append(lim)
             starts.append(lim.start)
@@ -348,21 +369,24 @@ def plan_single_query(
     )
 
 
-def _with_fallback(fused: Callable[..., Any], pre_fn: Callable[..., Any] | None, sel: SelectorPlan) -> Callable[..., Any]:
+def _with_fallback(
+    fused: Callable[..., Any], pre_fn: Callable[..., Any] | None, sel: SelectorPlan
+) -> Callable[..., Any]:
     """Run the fused comprehension; on a null in the chunk, take the safe path."""
     code = sel.code
 
-    def run(ts: list[int], rows: list[Any], kinds: Any) -> Any:
-        res = fused(ts, rows, kinds)
+    def run(chunk: Chunk) -> Chunk | None:
+        res = fused(chunk)
         if res is not None:
-            return res
+            return res  # type: ignore[no-any-return]
         if pre_fn is not None:
-            filtered = pre_fn(ts, rows, kinds)
-            ts, rows, kinds = filtered
-            if not rows:
+            chunk = pre_fn(chunk)
+            if not chunk.rows:
                 return None
-        instance = code.instance()
-        return code.function(instance, ts, rows, kinds)
+        out = code.function(code.instance(), chunk.ts, chunk.rows, chunk.kinds)
+        if out is None:
+            return None
+        return Chunk(out[0], out[1], out[2])
 
     return run
 

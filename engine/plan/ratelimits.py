@@ -20,8 +20,8 @@ class LimiterPlan:
     period: int
     positions: list[int] | None = None
 
-    def build(self, env: Env) -> rl.Limiter:
-        args: tuple[Any, ...] = (env.scheduler, env.now, env.start_time, self.period)
+    def build(self, env: Env, owner: str) -> rl.Limiter:
+        args: tuple[Any, ...] = (env.scheduler, owner, env.now, env.start_time, self.period)
         if self.positions is not None:
             return self.cls(*args, positions=self.positions)  # type: ignore[call-arg]
         return self.cls(*args)
@@ -51,7 +51,9 @@ def plan_rate_limiter(query: Query, sel: SelectorPlan, comp: ExpressionCompiler)
                 if n_aggs == n_out:
                     return LimiterPlan(rl.AllAggregationGroupByWindowedPerSnapshot, rate.time_ms)
                 if n_aggs:
-                    return LimiterPlan(rl.AggregationGroupByWindowedPerSnapshot, rate.time_ms, sel.agg_positions)
+                    return LimiterPlan(
+                        rl.AggregationGroupByWindowedPerSnapshot, rate.time_ms, sel.agg_positions
+                    )
                 return LimiterPlan(rl.WindowedPerSnapshot, rate.time_ms)
             if n_aggs == n_out:
                 return LimiterPlan(rl.AllAggregationPerSnapshot, rate.time_ms)

@@ -60,5 +60,10 @@ class Scope:
 
     def with_qualified(self, extra: list[Source]) -> Scope:
         return Scope(
-            self.sources, self.outputs, self.prefer_outputs, self.qualified_only + extra, self.event_ts, self.default_source
+            self.sources,
+            self.outputs,
+            self.prefer_outputs,
+            self.qualified_only + extra,
+            self.event_ts,
+            self.default_source,
         )

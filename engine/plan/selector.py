@@ -179,11 +179,11 @@ def _order_by(selector: Selector, names: list[str], comp: ExpressionCompiler) ->
 def _count_clause(expr: Any, what: str, comp: ExpressionCompiler) -> int | None:
     if expr is None:
         return None
-    if isinstance(expr, Constant) and expr.type in (AttrType.INT, AttrType.LONG):
+    if isinstance(expr, Constant) and expr.type in (AttrType.INT, AttrType.LONG) and isinstance(expr.value, int):
         if expr.value < 0:
             comp.error(f"'{what}' cannot be negative, found {expr.value}", expr.span)
             return None
-        return int(expr.value)
+        return expr.value
     comp.error(f"'{what}' needs a whole number constant", expr.span)
     return None
 
@@ -231,7 +231,9 @@ def _generate(
         else:
             emit("    if kinds is not None and 2 in kinds:")
             emit("        keep = [k != 2 for k in kinds]")
-            emit("        ts = list(_compress(ts, keep)); rows = list(_compress(rows, keep)); kinds = list(_compress(kinds, keep))")
+            emit(
+                "        ts = list(_compress(ts, keep)); rows = list(_compress(rows, keep)); kinds = list(_compress(kinds, keep))"
+            )
         if star_pass:
             emit("    out = rows")
         elif uses_ts:
@@ -249,7 +251,9 @@ def _generate(
             emit("    ts = list(_compress(ts, keep)); out = list(_compress(out, keep))")
             emit("    kinds = None if kinds is None else list(_compress(kinds, keep))")
         if order or offset is not None or limit is not None:
-            emit(f"    return _order_limit(ts, out, kinds, None, {order!r}, {offset!r}, {limit!r}, {current_on}, {expired_on})")
+            emit(
+                f"    return _order_limit(ts, out, kinds, None, {order!r}, {offset!r}, {limit!r}, {current_on}, {expired_on})"
+            )
         else:
             emit("    if not out:")
             emit("        return None")
@@ -257,102 +261,137 @@ def _generate(
         return "\n".join(lines) + "\n"
 
     # aggregating and/or grouping: one pass per event
+    return _generate_aggregating(
+        outputs,
+        aggs,
+        group_keys,
+        having,
+        current_on=current_on,
+        expired_on=expired_on,
+        batching=batching,
+        order=order,
+        limit=limit,
+        offset=offset,
+    )
+
+
+def _guarded(target: str, fast: str, safe: str, indent: str) -> list[str]:
+    """`target = fast`, falling back to `safe` on a null, without a try when they agree."""
+    if fast == safe:
+        return [f"{indent}{target} = {fast}"]
+    return [
+        f"{indent}try:",
+        f"{indent}    {target} = {fast}",
+        f"{indent}except (TypeError, ZeroDivisionError):",
+        f"{indent}    {target} = {safe}",
+    ]
+
+
+def _generate_aggregating(
+    outputs: list[Compiled],
+    aggs: list[_Agg],
+    group_keys: list[Compiled],
+    having: Compiled | None,
+    *,
+    current_on: bool,
+    expired_on: bool,
+    batching: bool,
+    order: list[tuple[int, bool]],
+    limit: int | None,
+    offset: int | None,
+) -> str:
+    proj_fast = _tuple([c.fast for c in outputs])
+    proj_safe = _tuple([c.safe for c in outputs])
+    lines: list[str] = []
+    emit = lines.append
     emit("def process(sel, ts, rows, kinds):")
     if group_keys:
         emit("    groups = sel.groups")
         emit(f"    init = {_tuple([s for a in aggs for s in a.code.init]) if aggs else '()'}")
+        emit("    fresh = sel.code.new_state")
     else:
         emit("    st = sel.st")
     if batching:
         emit("    chosen = {}" if group_keys else "    chosen = None")
     else:
         emit("    out_ts = []; out_rows = []; out_kinds = []; out_keys = []")
-    emit("    for i in range(len(rows)):")
-    emit("        r = rows[i]")
-    emit("        _et = ts[i]")
-    emit("        k = 0 if kinds is None else kinds[i]")
-    emit("        if k == 2:")
-    emit("            sel.reset()")
-    if not group_keys:
-        emit("            st = sel.st")
-    emit("            continue")
-    if group_keys:
-        key = group_keys[0].safe if len(group_keys) == 1 else _tuple([g.safe for g in group_keys])
-        emit(f"        key = {key}")
-        emit("        st = groups.get(key)")
-        emit("        if st is None:")
-        emit("            st = groups[key] = list(init) if not _has_objects else sel.code.new_state()")
-    arg_vars = []
-    for j, agg in enumerate(aggs):
-        if agg.arg is not None and agg.code.needs_arg:
-            arg_vars.append((j, agg.arg))
-    if arg_vars:
-        emit("        try:")
-        for j, arg in arg_vars:
-            emit(f"            v{j} = {arg.fast}")
-        emit("        except (TypeError, ZeroDivisionError):")
-        for j, arg in arg_vars:
-            emit(f"            v{j} = {arg.safe}")
-    if aggs:
-        emit("        if k == 0:")
-        for j, agg in enumerate(aggs):
-            if agg.arg is not None and agg.code.needs_arg:
-                emit(f"            v = v{j}")
-            emit(textwrap.indent(_subst(agg.code.add, agg.base), " " * 12))
-        emit("        else:")
-        for j, agg in enumerate(aggs):
-            if agg.arg is not None and agg.code.needs_arg:
-                emit(f"            v = v{j}")
-            emit(textwrap.indent(_subst(agg.code.remove, agg.base), " " * 12))
-    wanted = []
-    if current_on:
-        wanted.append("k == 0")
-    if expired_on:
-        wanted.append("k == 1")
-    cond = " or ".join(wanted) if wanted else "False"
-    emit(f"        if {cond}:")
-    emit("            try:")
-    emit(f"                o = {proj_fast}")
-    emit("            except (TypeError, ZeroDivisionError):")
-    emit(f"                o = {proj_safe}")
-    indent = "            "
-    if having is not None:
-        emit(f"            if {having.safe}:")
-        indent = "                "
-    if batching:
+    has_objects = any(a.code.init[0].startswith("_agg_") for a in aggs)
+
+    def body(kind: int, indent: str) -> None:
         if group_keys:
-            emit(f"{indent}chosen[key] = (_et, o, k)")
+            key = group_keys[0].safe if len(group_keys) == 1 else _tuple([g.safe for g in group_keys])
+            emit(f"{indent}key = {key}")
+            emit(f"{indent}st = groups.get(key)")
+            emit(f"{indent}if st is None:")
+            emit(f"{indent}    st = groups[key] = {'fresh()' if has_objects else 'list(init)'}")
+        for agg in aggs:
+            if agg.arg is not None and agg.code.needs_arg:
+                lines.extend(_guarded("v", agg.arg.fast, agg.arg.safe, indent))
+            code = agg.code.add if kind == 0 else agg.code.remove
+            emit(textwrap.indent(_subst(code, agg.base), indent))
+        wanted = current_on if kind == 0 else expired_on
+        if not wanted:
+            return
+        lines.extend(_guarded("o", proj_fast, proj_safe, indent))
+        inner = indent
+        if having is not None:
+            emit(f"{indent}if {having.safe}:")
+            inner = indent + "    "
+        if batching:
+            emit(f"{inner}chosen{'[key]' if group_keys else ''} = (_et, o, {kind})")
         else:
-            emit(f"{indent}chosen = (_et, o, k)")
+            emit(f"{inner}out_ts.append(_et); out_rows.append(o); out_kinds.append({kind})")
+            if group_keys:
+                emit(f"{inner}out_keys.append(key)")
+
+    emit("    if kinds is None:")
+    emit("        for _et, r in zip(ts, rows):")
+    body(0, " " * 12)
+    emit("    else:")
+    emit("        for _et, r, k in zip(ts, rows, kinds):")
+    emit("            if k == 0:")
+    body(0, " " * 16)
+    emit("            elif k == 1:")
+    before = len(lines)
+    body(1, " " * 16)
+    if len(lines) == before:
+        emit("                pass")
+    emit("            else:")
+    emit("                sel.reset()")
+    if group_keys:
+        emit("                groups = sel.groups")
     else:
-        emit(f"{indent}out_ts.append(_et); out_rows.append(o); out_kinds.append(k)")
-        if group_keys:
-            emit(f"{indent}out_keys.append(key)")
+        emit("                st = sel.st")
     if batching and not group_keys:
         emit("    if chosen is None:")
         emit("        return None")
-        skip = (offset not in (None, 0)) or (limit is not None and limit <= 0)
-        if skip:
+        if (offset not in (None, 0)) or (limit is not None and limit <= 0):
             emit("    return None")
         else:
-            emit("    return [chosen[0]], [chosen[1]], (None if chosen[2] == 0 else [chosen[2]])")
+            emit("    return [chosen[0]], [chosen[1]], (None if chosen[2] == 0 else [chosen[2]]), None")
         return "\n".join(lines) + "\n"
     if batching:
         emit("    if not chosen:")
         emit("        return None")
         emit("    vals = list(chosen.values())")
-        emit("    out_ts = [v[0] for v in vals]; out_rows = [v[1] for v in vals]; out_kinds = [v[2] for v in vals]")
         emit(
-            f"    return _order_limit(out_ts, out_rows, (None if 1 not in out_kinds else out_kinds), list(chosen), "
-            f"{order!r}, {offset!r}, {limit!r}, {current_on}, {expired_on})"
+            "    out_ts = [v[0] for v in vals]; out_rows = [v[1] for v in vals]; out_kinds = [v[2] for v in vals]"
         )
+        if not order and offset is None and limit is None:
+            emit("    return out_ts, out_rows, (None if 1 not in out_kinds else out_kinds), list(chosen)")
+        else:
+            emit(
+                f"    return _order_limit(out_ts, out_rows, (None if 1 not in out_kinds else out_kinds), list(chosen), "
+                f"{order!r}, {offset!r}, {limit!r}, {current_on}, {expired_on})"
+            )
         return "\n".join(lines) + "\n"
-    # non-batch (snapshot rate limiting): every qualifying event
     emit("    if not out_rows:")
     emit("        return None")
     if group_keys:
         emit(f"    if {limit!r} is not None:")
-        emit(f"        out_ts = out_ts[:{limit!r}]; out_rows = out_rows[:{limit!r}]; out_kinds = out_kinds[:{limit!r}]; out_keys = out_keys[:{limit!r}]")
+        emit(
+            f"        out_ts = out_ts[:{limit!r}]; out_rows = out_rows[:{limit!r}]; out_kinds = out_kinds[:{limit!r}]; out_keys = out_keys[:{limit!r}]"
+        )
         emit("    return out_ts, out_rows, (None if 1 not in out_kinds else out_kinds), out_keys")
     else:
         emit(

@@ -88,7 +88,9 @@ def _match(signature: tuple[Param, ...], call: FunctionCall, compiled: list[Any]
     return None
 
 
-def _prepare(signature: tuple[Param, ...], call: FunctionCall, compiled: list[Any], comp: ExpressionCompiler) -> list[Any]:
+def _prepare(
+    signature: tuple[Param, ...], call: FunctionCall, compiled: list[Any], comp: ExpressionCompiler
+) -> list[Any]:
     args: list[Any] = []
     for arg in compiled:
         if arg.const:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from engine.types import AttrType
@@ -107,7 +108,7 @@ class FunctionCall(Expr):
         return f"{self.namespace}:{self.name}" if self.namespace else self.name
 
 
-def walk(expr: Expr):  # type: ignore[no-untyped-def]
+def walk(expr: Expr) -> Iterator[Expr]:
     """Every node of an expression tree, parents first."""
     stack = [expr]
     while stack:

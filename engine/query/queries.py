@@ -282,6 +282,9 @@ class App:
     annotations: list[Annotation] = field(default_factory=list)
     definitions: list[Definition] = field(default_factory=list)
     elements: list[Query | Partition] = field(default_factory=list)
+    # Written in the WSO2 CEP 3.x dialect (`@Plan:`, `for expired-events`, `define partition`):
+    # keeps CEP 3.x semantics where Siddhi 5 differs.
+    legacy: bool = False
 
     @property
     def name(self) -> str | None:

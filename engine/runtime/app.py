@@ -120,13 +120,16 @@ class Runtime:
                 raise CEPError(msg)
             if timestamps is None:
                 ts = [self._clock.now()] * n
+                uniform = True
             elif isinstance(timestamps, int):
                 ts = [timestamps] * n
+                uniform = True
             else:
                 ts = list(timestamps)
                 if len(ts) != n:
                     msg = f"{len(ts)} timestamps for {n} rows"
                     raise ValueError(msg)
+                uniform = ts.count(ts[0]) == n
             if self._playback:
                 assert isinstance(self._clock, PlaybackClock)
                 if not self._started:
@@ -135,11 +138,15 @@ class Runtime:
                 self._scheduler.fire_until(self._clock.now())
             else:
                 self._scheduler.fire_until(self._clock.now())
-            data = rows if isinstance(rows, list) and (not rows or isinstance(rows[0], tuple)) else [tuple(r) for r in rows]
+            data = (
+                rows
+                if isinstance(rows, list) and (not rows or isinstance(rows[0], tuple))
+                else [tuple(r) for r in rows]
+            )
             floats = self._float_columns.get(stream)
             if floats:
                 data = _round_floats(data, floats)
-            j.publish(Chunk(ts, data))
+            j.publish(Chunk(ts, data, uniform=uniform))
 
     def advance_to(self, t: int) -> None:
         """Playback: move the clock to `t` and fire every timer due by then."""
@@ -180,6 +187,7 @@ class Runtime:
                 "started": self._started,
                 "start": self._start_time,
                 "states": self._states.snapshot(),
+                "timers": self._scheduler.snapshot(),
             }
             return state_codec.encode(tree, self.plan_id)
 
@@ -187,7 +195,8 @@ class Runtime:
         """Load a snapshot taken from a runtime of the same plan."""
         tree = state_codec.decode(blob, self.plan_id)
         if not isinstance(tree, dict) or "states" not in tree:
-            raise StateError("snapshot has no operator states")
+            msg = "snapshot has no operator states"
+            raise StateError(msg)
         with self._lock:
             self._scheduler.clear()
             if self._playback and tree["now"] is not None:
@@ -196,6 +205,7 @@ class Runtime:
             self._start_time = tree["start"]
             self._started = tree["started"]
             self._states.restore(tree["states"])
+            self._scheduler.restore(tree["timers"])
 
     def shutdown(self) -> None:
         with self._lock:

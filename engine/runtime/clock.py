@@ -1,9 +1,10 @@
 """Clocks and the timer scheduler.
 
 The engine never reads the wall clock itself: a `PlaybackClock` moves only when events
-or `advance_to` say so, and a `WallClock` is handed the time by its driver (the server's
-ticker thread). Timers fire in time order; a timer due at `t` fires before an event
-stamped `t` is processed, as in Siddhi's playback mode.
+or `advance_to` say so, and a `WallClock` is handed a time source by the embedding
+application. Timers fire in (due time, request order); a timer due at `t` fires before an
+event stamped `t` is processed, as in Siddhi's playback mode. Timers belong to owners
+with stable ids, so pending timers are part of a snapshot and come back exactly.
 """
 
 from __future__ import annotations
@@ -11,13 +12,9 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any
 
 TimerCallback = Callable[[int, int], None]  # (due time, current time)
-
-
-class Clock(Protocol):
-    def now(self) -> int: ...
 
 
 class PlaybackClock:
@@ -46,29 +43,71 @@ class WallClock:
 
 
 class Scheduler:
-    """A heap of (due time, sequence, callback); callbacks may schedule further timers."""
+    """A heap of (due, sequence, owner id); owners register a callback under their id."""
 
     def __init__(self) -> None:
-        self._heap: list[tuple[int, int, TimerCallback]] = []
+        self._heap: list[tuple[int, int, str]] = []
         self._seq = itertools.count()
+        self._owners: dict[str, TimerCallback] = {}
 
-    def notify_at(self, due: int, callback: TimerCallback) -> None:
-        heapq.heappush(self._heap, (due, next(self._seq), callback))
+    def register(self, owner: str, callback: TimerCallback) -> str:
+        """Register a timer owner; ids are made unique and must be stable for a plan."""
+        key = owner
+        n = 2
+        while key in self._owners:
+            key = f"{owner}#{n}"
+            n += 1
+        self._owners[key] = callback
+        return key
+
+    def unregister(self, owner: str) -> None:
+        self._owners.pop(owner, None)
+
+    def unregister_prefix(self, prefix: str) -> None:
+        """Forget every owner whose id starts with `prefix`; their timers become no-ops."""
+        for owner in [o for o in self._owners if o.startswith(prefix)]:
+            del self._owners[owner]
+        self._heap = [e for e in self._heap if not e[2].startswith(prefix)]
+        heapq.heapify(self._heap)
+
+    def notify_at(self, due: int, owner: str) -> None:
+        heapq.heappush(self._heap, (due, next(self._seq), owner))
 
     def next_due(self) -> int | None:
         return self._heap[0][0] if self._heap else None
 
     def fire_until(self, now: int) -> None:
         heap = self._heap
+        owners = self._owners
         while heap and heap[0][0] <= now:
-            due, _, callback = heapq.heappop(heap)
-            callback(due, now)
+            due, _, owner = heapq.heappop(heap)
+            callback = owners.get(owner)
+            if callback is not None:
+                callback(due, now)
 
-    def pending(self) -> list[tuple[int, TimerCallback]]:
-        return [(d, cb) for d, _, cb in sorted(self._heap)]
+    def snapshot(self) -> Any:
+        return [[due, owner] for due, _, owner in sorted(self._heap)]
+
+    def restore(self, state: Any) -> None:
+        self._heap = []
+        for due, owner in state:
+            heapq.heappush(self._heap, (due, next(self._seq), owner))
 
     def clear(self) -> None:
         self._heap.clear()
 
     def __len__(self) -> int:
         return len(self._heap)
+
+
+class Timer:
+    """A component's handle on the scheduler: `timer.at(due)` calls back `fn(due, now)`."""
+
+    __slots__ = ("scheduler", "owner")
+
+    def __init__(self, scheduler: Scheduler, owner: str, fn: TimerCallback) -> None:
+        self.scheduler = scheduler
+        self.owner = scheduler.register(owner, fn)
+
+    def at(self, due: int) -> None:
+        self.scheduler.notify_at(due, self.owner)

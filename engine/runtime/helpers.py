@@ -254,3 +254,11 @@ def convert(value: Any, src: Any, dst: Any) -> Any:
     except (ValueError, TypeError, OverflowError):
         return None
     return value
+
+
+def table_any(table: Any, ids: Any, pred: Any) -> bool:
+    """`cond in Table`: does any row (of the looked-up ones, if a key narrowed them) match?"""
+    rows = table._rows  # noqa: SLF001 - the table's own storage, read-only here
+    if ids is None:
+        return any(pred(row) for row in rows.values())
+    return any(pred(rows[i]) for i in ids if i in rows)

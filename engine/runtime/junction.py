@@ -42,4 +42,7 @@ class Junction:
                     receive(downstream)
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "attributes": [[n, str(t)] for n, t in zip(self.names, self.types, strict=True)]}
+        return {
+            "name": self.name,
+            "attributes": [[n, str(t)] for n, t in zip(self.names, self.types, strict=True)],
+        }

@@ -13,7 +13,7 @@ from engine.errors import ProcessingError
 from engine.events import Chunk
 from engine.runtime.selector import SelectorRuntime
 
-ChunkFn = Callable[[list[int], list[tuple[Any, ...]], "list[int] | None"], "tuple[Any, Any, Any] | None"]
+ChunkFn = Callable[[Chunk], "Chunk | None"]
 
 
 class Stage:
@@ -38,14 +38,15 @@ class FunctionStage(Stage):
 
     def process(self, chunk: Chunk) -> None:
         try:
-            res = self.fn(chunk.ts, chunk.rows, chunk.kinds)
+            res = self.fn(chunk)
         except ProcessingError:
             raise
         except Exception as exc:
-            raise ProcessingError(f"{type(exc).__name__}: {exc}", self.query) from exc
-        if res is not None and res[1]:
+            msg = f"{type(exc).__name__}: {exc}"
+            raise ProcessingError(msg, self.query) from exc
+        if res is not None and res.rows:
             assert self.next is not None
-            self.next.process(Chunk(res[0], res[1], res[2]))
+            self.next.process(res)
 
 
 class SelectStage(Stage):
@@ -121,7 +122,3 @@ class QueryInstance:
         for k, obj in self.states.items():
             if k in state:
                 obj.restore(state[k])
-        for obj in self.states.values():
-            restore_timers = getattr(obj, "restore_timers", None)
-            if restore_timers is not None:
-                restore_timers()

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.events import CURRENT, EXPIRED, RESET, Chunk
+from engine.runtime.clock import Timer
 from engine.runtime.query import Stage
 
 Item = tuple[int, tuple[Any, ...], int, Any]  # ts, row, kind, group key
@@ -33,11 +34,14 @@ def _chunk(items: list[Item]) -> Chunk:
 
 
 class Limiter(Stage):
-    __slots__ = ("scheduler", "now", "start_time", "period")
+    __slots__ = ("scheduler", "owner", "now", "start_time", "period")
 
-    def __init__(self, scheduler: Any, now: Callable[[], int], start_time: Callable[[], int], period: int) -> None:
+    def __init__(
+        self, scheduler: Any, owner: str, now: Callable[[], int], start_time: Callable[[], int], period: int
+    ) -> None:
         super().__init__()
         self.scheduler = scheduler
+        self.owner = owner
         self.now = now
         self.start_time = start_time
         self.period = period
@@ -190,27 +194,24 @@ class LastGroupByPerEvent(Limiter):
 
 
 class _Timed(Limiter):
-    __slots__ = ("scheduled",)
+    __slots__ = ("scheduled", "timer")
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.scheduled: int | None = None
+        self.timer = Timer(self.scheduler, self.owner, self.on_timer)
 
     def start(self) -> None:
         if self.scheduled is None:
             self.scheduled = self.start_time() + self.period
-            self.scheduler.notify_at(self.scheduled, self.on_timer)
-
-    def restore_timers(self) -> None:
-        if self.scheduled is not None:
-            self.scheduler.notify_at(self.scheduled, self.on_timer)
+            self.timer.at(self.scheduled)
 
     def on_timer(self, due: int, now: int) -> None:
         if self.scheduled is None or due < self.scheduled:
             return
         self.flush()
         self.scheduled += self.period
-        self.scheduler.notify_at(self.scheduled, self.on_timer)
+        self.timer.at(self.scheduled)
 
     def flush(self) -> None:
         raise NotImplementedError

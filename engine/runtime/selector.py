@@ -127,7 +127,8 @@ class SelectorRuntime:
         except ProcessingError:
             raise
         except Exception as exc:  # a bug, or a value Siddhi would reject at run time
-            raise ProcessingError(f"{type(exc).__name__}: {exc}", self.code.query) from exc
+            msg = f"{type(exc).__name__}: {exc}"
+            raise ProcessingError(msg, self.code.query) from exc
         if res is None:
             return None
         return Chunk(res[0], res[1], res[2], res[3] if len(res) > 3 else None)

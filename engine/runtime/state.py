@@ -93,7 +93,8 @@ def _decode(buf: memoryview, pos: int) -> tuple[Any, int]:
         pos += 4
         raw = bytes(buf[pos : pos + n])
         if len(raw) != n:
-            raise StateError("snapshot is truncated")
+            msg = "snapshot is truncated"
+            raise StateError(msg)
         pos += n
         if tag == _STR:
             return raw.decode("utf-8", "surrogatepass"), pos
@@ -137,14 +138,16 @@ def encode(tree: Any, plan_id: str) -> bytes:
 
 def decode(blob: bytes, plan_id: str | None = None) -> Any:
     if len(blob) < 6 + 4 + 32 or blob[:4] != MAGIC:
-        raise StateError("not a Cepheus snapshot")
+        msg = "not a Cepheus snapshot"
+        raise StateError(msg)
     (version,) = struct.unpack_from("<H", blob, 4)
     if version != VERSION:
         msg = f"snapshot format version {version} is not supported (this engine reads {VERSION})"
         raise StateError(msg)
     payload, digest = blob[:-32], blob[-32:]
     if hashlib.sha256(payload).digest() != digest:
-        raise StateError("snapshot checksum does not match: the snapshot is corrupt")
+        msg_0 = "snapshot checksum does not match: the snapshot is corrupt"
+        raise StateError(msg_0)
     (n,) = _I.unpack_from(blob, 6)
     pid = blob[10 : 10 + n].decode()
     if plan_id is not None and pid != plan_id:
@@ -153,9 +156,11 @@ def decode(blob: bytes, plan_id: str | None = None) -> Any:
     try:
         tree, pos = _decode(memoryview(payload), 10 + n)
     except (struct.error, IndexError, UnicodeDecodeError) as exc:
-        raise StateError("snapshot is truncated or corrupt") from exc
+        msg_0 = "snapshot is truncated or corrupt"
+        raise StateError(msg_0) from exc
     if pos != len(payload):
-        raise StateError("snapshot has trailing bytes")
+        msg_0 = "snapshot has trailing bytes"
+        raise StateError(msg_0)
     return tree
 
 

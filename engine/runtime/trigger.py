@@ -1,8 +1,7 @@
 """Triggers: `at 'start'`, `at every <period>`, and Quartz-style cron expressions.
 
 A trigger stream has one attribute, `triggered_time` (long). Periodic triggers fire one
-period after start and then one period after each firing (time read at the firing), so a
-jump of the playback clock produces one event, not a burst.
+period after start and then at a fixed rate; `triggered_time` is the scheduled time.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from typing import Any
 
 from engine.events import Chunk
 from engine.query.definitions import TriggerDefinition
-from engine.runtime.clock import Scheduler
+from engine.runtime.clock import Scheduler, Timer
 from engine.runtime.junction import Junction
 
 _FIELDS = (
@@ -141,6 +140,7 @@ class Trigger:
         self.now = now
         self.start_time = start_time
         self.next_due: int | None = None
+        self.timer = Timer(scheduler, f"trigger/{definition.name}", self._on_timer)
         cron = parse_cron(definition.at) if definition.at and definition.at.lower() != "start" else None
         self.cron = cron if isinstance(cron, Cron) else None
 
@@ -161,15 +161,15 @@ class Trigger:
 
     def _schedule(self, due: int) -> None:
         self.next_due = due
-        self.scheduler.notify_at(due, self._on_timer)
+        self.timer.at(due)
 
     def _on_timer(self, due: int, now: int) -> None:
         if due != self.next_due:
             return
         d = self.definition
         if d.every_ms is not None:
-            self._schedule(now + d.every_ms)
-            self._fire(now)
+            self._schedule(due + d.every_ms)
+            self._fire(due)
         elif self.cron is not None:
             following = self.cron.next_after(due)
             if following is not None:
@@ -183,5 +183,3 @@ class Trigger:
 
     def restore(self, state: Any) -> None:
         self.next_due = state
-        if state is not None:
-            self.scheduler.notify_at(state, self._on_timer)

@@ -81,7 +81,9 @@ def check_case(case: dict[str, Any]) -> str | None:
         ordered = expect.get("ordered", True)
         for kind in ("current", "expired"):
             if f"{kind}_count" in expect and len(got[kind]) != expect[f"{kind}_count"]:
-                problems.append(f"{stream} {kind}: {len(got[kind])} events, expected {expect[f'{kind}_count']}")
+                problems.append(
+                    f"{stream} {kind}: {len(got[kind])} events, expected {expect[f'{kind}_count']}"
+                )
             if kind in expect:
                 want = expect[kind]
                 ok = _close(got[kind], want) if ordered else _multiset_equal(got[kind], want)

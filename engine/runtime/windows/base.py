@@ -12,19 +12,25 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from engine.errors import Diagnostic, QueryValidationError
 from engine.events import Chunk
-from engine.runtime.clock import Scheduler
+from engine.runtime.clock import Scheduler, Timer
 from engine.types import AttrType
 
 
 @dataclass
 class WindowContext:
     scheduler: Scheduler
+    timer_owner: str  # stable id of this window instance's timers
     now: Callable[[], int]
-    expired_needed: bool  # does anything downstream read expired events?
+    expired_needed: bool  # Siddhi's outputExpectsExpiredEvents: the query inserts expired/all events
     query: str
     attribute_types: list[AttrType]
     start_time: Callable[[], int]
+    for_join: bool = False  # Siddhi's findToBeExecuted: a join will search contents()
+    # Anything downstream reads expired events (expired output, or aggregates): when False a
+    # sliding window may skip building them, since nobody could tell.
+    expired_used: bool = True
 
 
 Emit = Callable[[Chunk], None]
@@ -40,6 +46,7 @@ class Window:
         self.ctx = ctx
         self.args = args
         self.emit: Emit = _drop
+        self._timer: Timer | None = None
 
     def start(self) -> None:
         """Called once when the runtime starts (schedule start-time timers here)."""
@@ -51,7 +58,16 @@ class Window:
         """A timer this window asked for is due."""
 
     def notify_at(self, due: int) -> None:
-        self.ctx.scheduler.notify_at(due, self.on_timer)
+        """Ask for `on_timer(due, now)` once the clock reaches `due`."""
+        if self._timer is None:
+            self._timer = Timer(self.ctx.scheduler, self.ctx.timer_owner, self.on_timer)
+        self._timer.at(due)
+
+    def register_timer(self) -> None:
+        """Claim the timer id up front (windows that schedule do this in __init__), so a
+        restored scheduler finds its owner."""
+        if self._timer is None:
+            self._timer = Timer(self.ctx.scheduler, self.ctx.timer_owner, self.on_timer)
 
     def contents(self) -> list[tuple[int, tuple[Any, ...]]]:
         return []
@@ -61,9 +77,6 @@ class Window:
 
     def restore(self, state: Any) -> None:
         pass
-
-    def restore_timers(self) -> None:
-        """Re-register timers after `restore` (the scheduler itself is not snapshotted)."""
 
 
 def _drop(chunk: Chunk) -> None:
@@ -83,6 +96,22 @@ class Param:
 
 
 WindowFactory = Callable[[WindowContext, list[Any]], Window]
+ArgCheck = Callable[[list[Any], list[AttrType]], "str | None"]
+
+
+class WindowArgumentError(QueryValidationError):
+    """A window parameter value Siddhi rejects when the app is created."""
+
+    def __init__(self, window: str, message: str) -> None:
+        super().__init__([Diagnostic(f"{window} window: {message}", 1, 1, 1, 1)])
+
+
+def check_args(spec_name: str, check: ArgCheck, args: list[Any], types: list[AttrType]) -> None:
+    """Run a spec's value check when the window is built (the planner may run it earlier,
+    with the call's position); raises WindowArgumentError."""
+    problem = check(args, types)
+    if problem is not None:
+        raise WindowArgumentError(spec_name, problem)
 
 
 @dataclass(frozen=True)
@@ -93,6 +122,9 @@ class WindowSpec:
     signatures: tuple[tuple[Param, ...], ...]
     batch: bool = False
     description: str = ""
+    # Checks on parameter values a signature cannot express (a negative length, an
+    # 'asc'/'desc' string...): `check(args, arg_types)` returns a message or None.
+    check: ArgCheck | None = None
 
 
 REGISTRY: dict[str, WindowSpec] = {}

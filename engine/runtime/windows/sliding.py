@@ -1,7 +1,8 @@
 """Sliding windows: `length(n)` and `time(t)`.
 
 Both emit, for each arriving event, the events it pushes out (as expired, stamped with
-the current time) followed by the event itself (current).
+the current time) followed by the event itself (current). The common cases are built
+with list slicing rather than a Python step per event.
 """
 
 from __future__ import annotations
@@ -9,117 +10,157 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from engine.events import CURRENT, EXPIRED, Chunk
+from engine.events import CURRENT, EXPIRED, RESET, Chunk
 from engine.runtime.windows.base import INT_TYPES, TIME, Param, Window, WindowSpec, register
+
+Row = tuple[Any, ...]
+
+
+def _interleave(first: list[Any], second: list[Any]) -> list[Any]:
+    out: list[Any] = [None] * (len(first) + len(second))
+    out[0::2] = first
+    out[1::2] = second
+    return out
 
 
 class LengthWindow(Window):
     def __init__(self, ctx: Any, args: list[Any]) -> None:
         super().__init__(ctx, args)
         self.length = int(args[0])
-        self.buf: deque[tuple[int, tuple[Any, ...]]] = deque()
+        self.buf_ts: deque[int] = deque()
+        self.buf_rows: deque[Row] = deque()
 
     def process(self, chunk: Chunk) -> None:
-        buf = self.buf
         length = self.length
-        now = self.ctx.now()
-        if not self.ctx.expired_needed and length > 0:
-            # Nothing reads expired events: keep the window, emit the chunk as is.
-            buf.extend(zip(chunk.ts, chunk.rows))
-            while len(buf) > length:
-                buf.popleft()
+        ts, rows = chunk.ts, chunk.rows
+        n = len(rows)
+        if length <= 0:
+            self._process_zero(chunk)
+            return
+        buf_ts, buf_rows = self.buf_ts, self.buf_rows
+        start = max(0, length - len(buf_rows))  # events before this index push nothing out
+        buf_ts.extend(ts)
+        buf_rows.extend(rows)
+        if start >= n:
             self.emit(chunk)
             return
-        out_ts: list[int] = []
-        out_rows: list[tuple[Any, ...]] = []
-        kinds: list[int] = []
-        for t, r in zip(chunk.ts, chunk.rows):
-            if len(buf) >= length:
-                if buf:
-                    _, old = buf.popleft()
-                    out_ts.append(now)
-                    out_rows.append(old)
-                    kinds.append(EXPIRED)
-                    buf.append((t, r))
-                else:
-                    out_ts.append(now)
-                    out_rows.append(r)
-                    kinds.append(EXPIRED)
-            else:
-                buf.append((t, r))
-            out_ts.append(t)
-            out_rows.append(r)
-            kinds.append(CURRENT)
+        drop = n - start
+        pop_ts, pop_rows = buf_ts.popleft, buf_rows.popleft
+        expired = [pop_rows() for _ in range(drop)]
+        for _ in range(drop):
+            pop_ts()
+        if not self.ctx.expired_used:
+            self.emit(chunk)
+            return
+        now = self.ctx.now()
+        out_rows = rows[:start] + _interleave(expired, rows[start:])
+        out_ts = ts[:start] + _interleave([now] * drop, ts[start:])
+        kinds = [CURRENT] * start + [EXPIRED, CURRENT] * drop
         self.emit(Chunk(out_ts, out_rows, kinds))
 
-    def contents(self) -> list[tuple[int, tuple[Any, ...]]]:
-        return list(self.buf)
+    def _process_zero(self, chunk: Chunk) -> None:
+        """length(0): every event is current, then at once expired, then a reset."""
+        now = self.ctx.now()
+        out_ts: list[int] = []
+        out_rows: list[Row] = []
+        kinds: list[int] = []
+        for t, r in zip(chunk.ts, chunk.rows, strict=True):
+            out_ts += [t, t, now]
+            out_rows += [r, r, r]
+            kinds += [CURRENT, EXPIRED, RESET]
+        self.emit(Chunk(out_ts, out_rows, kinds))
+
+    def contents(self) -> list[tuple[int, Row]]:
+        return list(zip(self.buf_ts, self.buf_rows, strict=True))
+
+    def rows(self) -> list[Row]:
+        return list(self.buf_rows)
 
     def snapshot(self) -> Any:
-        return [list(e) for e in self.buf]
+        return {"ts": list(self.buf_ts), "rows": list(self.buf_rows)}
 
     def restore(self, state: Any) -> None:
-        self.buf = deque((t, tuple(r)) for t, r in state)
+        self.buf_ts = deque(state["ts"])
+        self.buf_rows = deque(tuple(r) for r in state["rows"])
 
 
 class TimeWindow(Window):
+    """Keeps events for `span` ms. One timer is pending at a time, at the oldest event's
+    expiry: the same moments Siddhi's per-timestamp timers expire events at."""
+
     def __init__(self, ctx: Any, args: list[Any]) -> None:
         super().__init__(ctx, args)
         self.span = int(args[0])
-        self.buf: deque[tuple[int, tuple[Any, ...]]] = deque()
-        self.last_scheduled = -(2**63)
+        self.buf_ts: deque[int] = deque()
+        self.buf_rows: deque[Row] = deque()
+        self.pending: int | None = None
+        self.register_timer()
 
-    def _expire(self, now: int, out_ts: list[int], out_rows: list[Any], kinds: list[int]) -> None:
-        buf = self.buf
-        span = self.span
-        while buf and buf[0][0] - now + span <= 0:
-            _, old = buf.popleft()
+    def _expire_into(self, now: int, out_ts: list[int], out_rows: list[Row], kinds: list[int]) -> None:
+        buf_ts, buf_rows, span = self.buf_ts, self.buf_rows, self.span
+        while buf_ts and buf_ts[0] + span <= now:
+            buf_ts.popleft()
+            out_rows.append(buf_rows.popleft())
             out_ts.append(now)
-            out_rows.append(old)
             kinds.append(EXPIRED)
 
     def process(self, chunk: Chunk) -> None:
         now = self.ctx.now()
+        ts, rows = chunk.ts, chunk.rows
         out_ts: list[int] = []
-        out_rows: list[tuple[Any, ...]] = []
+        out_rows: list[Row] = []
         kinds: list[int] = []
-        buf = self.buf
-        span = self.span
-        for t, r in zip(chunk.ts, chunk.rows):
-            self._expire(now, out_ts, out_rows, kinds)
-            buf.append((t, r))
-            if self.last_scheduled < t:
-                self.notify_at(t + span)
-                self.last_scheduled = t
-            out_ts.append(t)
-            out_rows.append(r)
-            kinds.append(CURRENT)
-        self.emit(Chunk(out_ts, out_rows, kinds))
+        self._expire_into(now, out_ts, out_rows, kinds)
+        if min(ts) + self.span > now:
+            # no event of this chunk can expire while the chunk is processed
+            self.buf_ts.extend(ts)
+            self.buf_rows.extend(rows)
+            if not out_rows:
+                self.emit(Chunk(ts, rows, None, None, chunk.uniform))
+            else:
+                self.emit(Chunk(out_ts + ts, out_rows + rows, kinds + [CURRENT] * len(rows)))
+        else:
+            for t, r in zip(ts, rows, strict=True):
+                self._expire_into(now, out_ts, out_rows, kinds)
+                self.buf_ts.append(t)
+                self.buf_rows.append(r)
+                out_ts.append(t)
+                out_rows.append(r)
+                kinds.append(CURRENT)
+            self.emit(Chunk(out_ts, out_rows, kinds))
+        self._schedule()
+
+    def _schedule(self) -> None:
+        if self.pending is None and self.buf_ts:
+            self.pending = self.buf_ts[0] + self.span
+            self.notify_at(self.pending)
 
     def on_timer(self, due: int, now: int) -> None:
+        if due != self.pending:
+            return
+        self.pending = None
         out_ts: list[int] = []
-        out_rows: list[tuple[Any, ...]] = []
+        out_rows: list[Row] = []
         kinds: list[int] = []
-        self._expire(now, out_ts, out_rows, kinds)
+        self._expire_into(now, out_ts, out_rows, kinds)
         if out_rows:
             self.emit(Chunk(out_ts, out_rows, kinds))
+        self._schedule()
 
-    def contents(self) -> list[tuple[int, tuple[Any, ...]]]:
-        return list(self.buf)
+    def contents(self) -> list[tuple[int, Row]]:
+        return list(zip(self.buf_ts, self.buf_rows, strict=True))
+
+    def rows(self) -> list[Row]:
+        return list(self.buf_rows)
 
     def snapshot(self) -> Any:
-        return {"buf": [list(e) for e in self.buf], "last": self.last_scheduled}
+        return {"ts": list(self.buf_ts), "rows": list(self.buf_rows), "pending": self.pending}
 
     def restore(self, state: Any) -> None:
-        self.buf = deque((t, tuple(r)) for t, r in state["buf"])
-        self.last_scheduled = state["last"]
-
-    def restore_timers(self) -> None:
-        if self.buf:
-            self.notify_at(self.buf[0][0] + self.span)
-            if self.buf[-1][0] != self.buf[0][0]:
-                self.notify_at(self.buf[-1][0] + self.span)
+        self.buf_ts = deque(state["ts"])
+        self.buf_rows = deque(tuple(r) for r in state["rows"])
+        self.pending = state["pending"]
 
 
-register(WindowSpec("length", LengthWindow, ((Param("window.length", INT_TYPES),),)))
+register(WindowSpec("length", LengthWindow, ((Param("window.length", (INT_TYPES[0],)),),)))
 register(WindowSpec("time", TimeWindow, ((Param("window.time", TIME),),)))

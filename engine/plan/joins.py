@@ -1,0 +1,285 @@
+"""Plan a join query: two sides (streams with or without windows, named windows, tables),
+an `on` condition compiled into a matcher per triggering side, and one shared selector."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from engine.plan.context import Env, PlanContext, StreamInfo
+from engine.plan.expressions import Compiled, PlanError
+from engine.plan.query import (
+    Built,
+    QueryInput,
+    QueryTemplate,
+    compile_filter_condition,
+    define_output,
+    filter_function,
+    output_flags,
+    plan_output,
+)
+from engine.plan.ratelimits import plan_rate_limiter
+from engine.plan.scope import Scope, Source
+from engine.plan.selector import compile_selector
+from engine.plan.windows import WindowPlan, plan_window
+from engine.query.queries import InsertInto, JoinInput, Query, SingleInput, StreamFunction
+from engine.runtime.join import EmptyWindow, JoinSide, SelfJoinReceiver, no_rows
+from engine.runtime.query import CallbackStage, FunctionStage, Stage, WindowStage
+from engine.runtime.windows.base import WindowContext
+from engine.types import AttrType
+
+
+@dataclass
+class _Side:
+    si: SingleInput
+    kind: str  # stream | window | table
+    info: StreamInfo
+    pre: Compiled | None
+    window: WindowPlan | None
+    post: Compiled | None
+
+
+def _side(ctx: PlanContext, si: SingleInput, inner: dict[str, StreamInfo] | None) -> _Side:
+    comp = ctx.compiler()
+    kind = "stream"
+    if not si.inner and si.stream in ctx.table_infos:
+        kind = "table"
+        info = ctx.table_infos[si.stream]
+    elif not si.inner and si.stream in ctx.window_infos:
+        kind = "window"
+        info = ctx.window_infos[si.stream]
+    else:
+        from engine.plan.query import resolve_input
+
+        info = resolve_input(ctx, si, inner)
+    for h in si.handlers + si.post_handlers:
+        if isinstance(h, StreamFunction):
+            comp.error(f"stream function #{h.call.qualified_name}() is not supported", h.span)
+    scope = Scope([Source((si.ref,), info.attributes, "r", stream=si.stream)], event_ts="_et")
+    if kind == "table" and (si.window is not None or si.handlers or si.post_handlers):
+        comp.error(f"table '{si.stream}' cannot have a window or filter in a join", si.span)
+        raise PlanError
+    if kind == "window" and si.window is not None:
+        comp.error(f"named window '{si.stream}' cannot have another window", si.window.span)
+        raise PlanError
+    pre = compile_filter_condition(comp, si.handlers, scope)
+    window = plan_window(si.window.call, scope, comp) if si.window is not None else None
+    post = compile_filter_condition(comp, si.post_handlers, scope)
+    if ctx.errors:
+        raise PlanError
+    return _Side(si, kind, info, pre, window, post)
+
+
+def _matcher(cond: Compiled | None, trigger_left: bool, namespace: dict[str, Any]) -> Callable[..., Any]:
+    if cond is None:
+        return lambda row, cands: list(cands)
+    if trigger_left:
+        head, it = "l", "o"
+    else:
+        head, it = "o", "l"
+    src = f"""
+def m({head}, cands):
+    try:
+        return [{it} for {it} in cands if {cond.fast}]
+    except (TypeError, ZeroDivisionError):
+        return [{it} for {it} in cands if {cond.safe}]
+"""
+    ns = dict(namespace)
+    exec(compile(src, "<join>", "exec"), ns)  # noqa: S102 - generated code
+    return ns["m"]  # type: ignore[no-any-return]
+
+
+def plan_join_query(
+    ctx: PlanContext, query: Query, name: str, inner: dict[str, StreamInfo] | None
+) -> QueryTemplate:
+    j = query.input
+    assert isinstance(j, JoinInput)
+    comp = ctx.compiler()
+    left = _side(ctx, j.left, inner)
+    right = _side(ctx, j.right, inner)
+    if left.kind == "table" and right.kind == "table":
+        comp.error("a join needs at least one stream or window side; both sides are tables", j.span)
+        raise PlanError
+    if j.within is not None or j.per is not None:
+        comp.error(
+            "'within ... per ...' applies only to joins with aggregations, which are not supported", j.span
+        )
+        raise PlanError
+    if left.si.ref == right.si.ref:
+        comp.error(
+            f"both sides of the join are called '{left.si.ref}'",
+            j.right.span,
+            hint="give each side an alias: 'from S as a join S as b'",
+        )
+        raise PlanError
+    for side in (left, right):
+        if side.kind == "table" and j.unidirectional == ("left" if side is left else "right"):
+            comp.error("a table side cannot be unidirectional", side.si.span)
+            raise PlanError
+    current_on, expired_on = output_flags(query)
+    left_nullable = j.join_type in ("right_outer", "full_outer")
+    right_nullable = j.join_type in ("left_outer", "full_outer")
+    lsrc = Source((left.si.ref,), left.info.attributes, "r[0]", nullable=True, stream=left.si.stream)
+    rsrc = Source((right.si.ref,), right.info.attributes, "r[1]", nullable=True, stream=right.si.stream)
+    del left_nullable, right_nullable
+    # the `on` condition sees the two rows as `l` and `o`
+    cond_scope = Scope(
+        [
+            Source((left.si.ref,), left.info.attributes, "l", stream=left.si.stream),
+            Source((right.si.ref,), right.info.attributes, "o", stream=right.si.stream),
+        ],
+        event_ts="_et",
+    )
+    cond = comp.compile(j.on, cond_scope) if j.on is not None else None
+    if cond is not None and cond.type is not AttrType.BOOL and not ctx.errors:
+        comp.error("the join condition must be a bool expression", j.on.span)  # type: ignore[union-attr]
+    if cond is not None:
+        cond = comp.as_bool(cond)
+    sel_scope = Scope([lsrc, rsrc], event_ts="_et")
+    star = [lsrc, rsrc]
+    if query.selector.attributes is None:
+        names = [n for n, _ in left.info.attributes]
+        clash = [n for n, _ in right.info.attributes if n in names]
+        if clash:
+            comp.error(
+                f"'select *' over this join would output '{clash[0]}' twice",
+                query.selector.span
+                if query.selector.span.line > 1 or query.selector.span.col > 1
+                else j.span,
+                hint="list the attributes with aliases instead",
+            )
+            raise PlanError
+    batching = query.output_rate is None or query.output_rate.kind != "snapshot"
+    sel = compile_selector(
+        query.selector,
+        sel_scope,
+        comp,
+        current_on=current_on,
+        expired_on=expired_on,
+        batching=batching,
+        star_sources=star,
+        query_name=name,
+    )
+    if ctx.errors:
+        raise PlanError
+    define_output(ctx, query, sel.names, sel.types, inner)
+    limiter = plan_rate_limiter(query, sel, comp)
+    output = plan_output(ctx, query, sel, comp, inner)
+    expired_used = expired_on or sel.has_aggregates
+    uni = j.unidirectional
+    left_trigger = left.kind != "table" and uni != "right"
+    right_trigger = right.kind != "table" and uni != "left"
+    left_outer = j.join_type in ("left_outer", "full_outer")
+    right_outer = j.join_type in ("right_outer", "full_outer")
+    match_l = _matcher(cond, True, ctx.namespace)
+    match_r = _matcher(cond, False, ctx.namespace)
+    filters = {
+        id(s): (
+            filter_function(s.pre, ctx.namespace, "_et" in s.pre.fast) if s.pre is not None else None,
+            filter_function(s.post, ctx.namespace, "_et" in s.post.fast) if s.post is not None else None,
+        )
+        for s in (left, right)
+    }
+
+    legacy = ctx.legacy
+    self_join = left.si.stream == right.si.stream and left.si.inner == right.si.inner and left.kind == right.kind == "stream"
+
+    def build(env: Env) -> Built:
+        states: dict[str, Any] = {}
+        starts: list[Callable[[], None]] = []
+        selector = sel.code.instance()
+        states["selector"] = selector
+        downstream: Stage = CallbackStage(output(env))
+        if limiter is not None:
+            lim = limiter.build(env, f"{env.prefix}{name}/ratelimit")
+            states["ratelimit"] = lim
+            starts.append(lim.start)
+            lim.next = downstream
+            downstream = lim
+
+        holders: dict[str, Callable[[], list[Any]]] = {}
+        heads: dict[str, Stage | None] = {}
+        tails: dict[str, Stage | None] = {}
+        for label, side in (("left", left), ("right", right)):
+            pre_fn, post_fn = filters[id(side)]
+            stages: list[Stage] = []
+            if side.kind == "table":
+                holders[label] = ctx.tables[side.si.stream].all_rows
+                continue
+            if side.kind == "window":
+                holders[label] = ctx.windows[side.si.stream].rows
+            if pre_fn is not None:
+                stages.append(FunctionStage(pre_fn, name))
+            if side.window is not None:
+                wctx = WindowContext(
+                    env.scheduler,
+                    f"{env.prefix}{name}/{label}-window",
+                    env.now,
+                    expired_on,
+                    name,
+                    side.info.types,
+                    env.start_time,
+                    for_join=True,
+                    expired_used=expired_used,
+                )
+                w = side.window.build(wctx)
+                stages.append(WindowStage(w))
+                states[f"{label}-window"] = w
+                starts.append(w.start)
+                holders[label] = _window_rows(w)
+            elif side.kind == "stream":
+                stages.append(EmptyWindow(expired_on, not legacy, env.now))
+                holders[label] = no_rows
+            if post_fn is not None:
+                stages.append(FunctionStage(post_fn, name))
+            for a, b in zip(stages, stages[1:], strict=False):
+                a.next = b
+            heads[label] = stages[0] if stages else None
+            tails[label] = stages[-1] if stages else None
+
+        joins: dict[str, JoinSide] = {}
+        for label, side, trig, outer, match in (
+            ("left", left, left_trigger, left_outer, match_l),
+            ("right", right, right_trigger, right_outer, match_r),
+        ):
+            if side.kind == "table":
+                continue
+            other = holders["right" if label == "left" else "left"]
+            js = JoinSide(
+                is_left=label == "left", trigger=trig, outer=outer, match=match, other_rows=other, selector=selector
+            )
+            js.next = downstream
+            joins[label] = js
+            tail = tails.get(label)
+            if tail is None:
+                heads[label] = js
+            else:
+                tail.next = js
+        inputs: list[QueryInput] = []
+        if self_join:
+            receiver = SelfJoinReceiver(heads["left"], heads["right"], joins["left"], joins["right"], downstream)  # type: ignore[arg-type]
+            inputs.append(QueryInput(left.si.stream, left.si.inner, receiver.receive))
+        else:
+            for label, side in (("left", left), ("right", right)):
+                head = heads.get(label)
+                if head is not None:
+                    inputs.append(QueryInput(side.si.stream, side.si.inner, head.process))
+        return Built(inputs, states, starts)
+
+    out = query.output
+    target = out.target if isinstance(out, InsertInto) else None
+    return QueryTemplate(
+        name,
+        target,
+        isinstance(out, InsertInto) and out.inner,
+        build,
+        [(left.si.stream, left.si.inner), (right.si.stream, right.si.inner)],
+    )
+
+
+def _window_rows(w: Any) -> Callable[[], list[Any]]:
+    def rows() -> list[Any]:
+        return [r for _, r in w.contents()]
+
+    return rows
