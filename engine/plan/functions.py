@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engine.query.expressions import FunctionCall
-from engine.types import NUMERIC_TYPES, AttrType, widest
+from engine.types import NUMERIC_TYPES, AttrType
 
 if TYPE_CHECKING:
     from engine.plan.expressions import Compiled, ExpressionCompiler
@@ -73,6 +73,8 @@ def _coalesce(comp: ExpressionCompiler, call: FunctionCall, args: list[Compiled]
             call.span,
         )
     kind = kinds.pop() if kinds else AttrType.OBJECT
+    if kind is AttrType.BOOL:
+        return _bool_result(args, "_coalesce")
     if len(args) == 1:
         return _c(args[0].fast, args[0].safe, kind)
     fast = "_coalesce(" + ", ".join(a.fast for a in args) + ")"
@@ -81,6 +83,12 @@ def _coalesce(comp: ExpressionCompiler, call: FunctionCall, args: list[Compiled]
         fast = f"(_v if (_v := {args[0].safe}) is not None else {args[1].fast})"
         safe = f"(_v if (_v := {args[0].safe}) is not None else {args[1].safe})"
     return _c(fast, safe, kind)
+
+
+def _bool_result(args: list[Compiled], fn: str) -> Compiled:
+    """Siddhi turns a null from a bool-returning function into false."""
+    code = f"({fn}(" + ", ".join(a.safe for a in args) + ") is True)"
+    return _c(code, code, AttrType.BOOL, may_be_null=False)
 
 
 def _if_then_else(
@@ -95,6 +103,9 @@ def _if_then_else(
         return comp.error(f"ifThenElse() branches must have one type, found {a.type} and {b.type}", call.span)
     kind = a.type if not (a.const and a.value is None) else b.type
     cb = comp.as_bool(cond)
+    if kind is AttrType.BOOL:
+        code = f"(({a.safe} if {cb.safe} else {b.safe}) is True)"
+        return _c(code, code, kind, may_be_null=False)
     return _c(f"({a.fast} if {cb.fast} else {b.fast})", f"({a.safe} if {cb.safe} else {b.safe})", kind)
 
 
@@ -125,7 +136,11 @@ def _cast(comp: ExpressionCompiler, call: FunctionCall, args: list[Compiled], sc
     if kind is None:
         return _c("None", "None", AttrType.OBJECT)
     name = comp.ctx.bind("cast", kind)
-    return _c(f"_cast({args[0].safe}, {name})", f"_cast({args[0].safe}, {name})", kind)
+    code = f"_cast({args[0].safe}, {name})"
+    if kind is AttrType.BOOL:
+        code = f"({code} is True)"
+        return _c(code, code, kind, may_be_null=False)
+    return _c(code, code, kind)
 
 
 def _convert(comp: ExpressionCompiler, call: FunctionCall, args: list[Compiled], scope: Scope) -> Compiled:
@@ -136,9 +151,14 @@ def _convert(comp: ExpressionCompiler, call: FunctionCall, args: list[Compiled],
         return _c("None", "None", AttrType.OBJECT)
     if kind is AttrType.OBJECT:
         return comp.error("convert() cannot convert to object", call.args[1].span)
+    if args[0].type is AttrType.OBJECT and kind is not AttrType.STRING:
+        return comp.error("convert() can turn an object only into a string", call.args[1].span)
     src = comp.ctx.bind("ty", args[0].type)
     dst = comp.ctx.bind("ty", kind)
     code = f"_convert({args[0].safe}, {src}, {dst})"
+    if kind is AttrType.BOOL:
+        code = f"({code} is True)"
+        return _c(code, code, kind, may_be_null=False)
     return _c(code, code, kind)
 
 
@@ -164,10 +184,15 @@ def _default(comp: ExpressionCompiler, call: FunctionCall, args: list[Compiled],
     if not _arity(comp, call, args, 2, 2):
         return _c("None", "None", AttrType.OBJECT)
     a, d = args
-    if a.type != d.type and a.type is not AttrType.OBJECT:
+    if not d.const:
+        return comp.error("default() takes a constant as its second argument", call.args[1].span)
+    if a.type != d.type:
         return comp.error(
             f"default() value must have the attribute's type {a.type}, found {d.type}", call.args[1].span
         )
+    if a.type is AttrType.BOOL:
+        code = f"((_v if (_v := {a.safe}) is not None else {d.safe}) is True)"
+        return _c(code, code, AttrType.BOOL, may_be_null=False)
     return _c(
         f"(_v if (_v := {a.safe}) is not None else {d.fast})",
         f"(_v if (_v := {a.safe}) is not None else {d.safe})",
@@ -179,15 +204,19 @@ def _extreme(fn: str) -> Emit:
     def emit(comp: ExpressionCompiler, call: FunctionCall, args: list[Compiled], scope: Scope) -> Compiled:
         if not _arity(comp, call, args, 1, None):
             return _c("None", "None", AttrType.OBJECT)
-        kind: AttrType | None = None
+        kind = args[0].type
         for a, node in zip(args, call.args, strict=True):
             if a.type not in NUMERIC_TYPES:
                 return comp.error(f"{call.name}() takes numeric arguments, found {a.type}", node.span)
-            kind = a.type if kind is None else widest(kind, a.type)
-        assert kind is not None
+            if a.type != kind:
+                return comp.error(
+                    f"{call.name}() arguments must all have one type, found {kind} and {a.type}", node.span
+                )
+        if len(args) == 1:
+            return _c(args[0].fast, args[0].safe, kind)
         joined = ", ".join(a.safe for a in args)
-        code = f"_{fn}_of({joined})"
-        return _c(code, code, kind)
+        code = f"_{fn}_of({comp.ctx.bind('ty', kind)}, {joined})"
+        return _c(code, code, kind, may_be_null=False)
 
     return emit
 
@@ -220,7 +249,8 @@ def _event_timestamp(
         src = scope.find_source(ref) if ref else None
         if src is None or src.indexed_row is None:
             return comp.error("eventTimestamp() takes a pattern event reference such as e1", arg.span)
-        ts_code = src.indexed_row(getattr(arg, "index", None)).replace("[", "_ts[", 1)
+        row_code = src.indexed_row(getattr(arg, "index", None))
+        ts_code = row_code.replace("_pev(", "_pts(", 1) if row_code.startswith("_pev(") else "p[-1]"
         return _c(ts_code, ts_code, AttrType.LONG)
     return _c(scope.event_ts, scope.event_ts, AttrType.LONG, may_be_null=False)
 
@@ -237,8 +267,8 @@ def _size_of_set(
 def _create_set(comp: ExpressionCompiler, call: FunctionCall, args: list[Compiled], scope: Scope) -> Compiled:
     if not _arity(comp, call, args, 1, 1):
         return _c("None", "None", AttrType.OBJECT)
-    if args[0].type in (AttrType.OBJECT, AttrType.BOOL):
-        return comp.error(f"createSet() takes a string or number, found {args[0].type}", call.args[0].span)
+    if args[0].type is AttrType.OBJECT:
+        return comp.error("createSet() takes a string, number or bool, not an object", call.args[0].span)
     code = f"_create_set({args[0].safe})"
     return _c(code, code, AttrType.OBJECT, may_be_null=False)
 

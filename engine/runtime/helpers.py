@@ -122,14 +122,38 @@ def coalesce(*values: Any) -> Any:
     return None
 
 
-def max_of(*values: Any) -> Any:
-    present = [v for v in values if v is not None]
-    return max(present) if present else None
+_DOUBLE_MIN = 4.9e-324  # Java's Double.MIN_VALUE: the smallest positive double
+_DOUBLE_MAX = 1.7976931348623157e308
 
 
-def min_of(*values: Any) -> Any:
-    present = [v for v in values if v is not None]
-    return min(present) if present else None
+def _narrow(value: float, kind: Any) -> Any:
+    name = kind.value
+    if name in ("int", "long"):
+        return int(value) if math.isfinite(value) else (2**31 - 1 if name == "int" else 2**63 - 1)
+    if name == "float":
+        return f32(value)
+    return value
+
+
+def max_of(kind: Any, *values: Any) -> Any:
+    """Siddhi's maximum(): starts from Double.MIN_VALUE (a positive number), skips nulls."""
+    best = _DOUBLE_MIN
+    for v in values:
+        if v is not None and float(v) > best:
+            best = float(v)
+    return _narrow(best, kind)
+
+
+def min_of(kind: Any, *values: Any) -> Any:
+    """Siddhi's minimum(): starts from Double.MAX_VALUE, skips nulls."""
+    best = _DOUBLE_MAX
+    for v in values:
+        if v is not None and float(v) < best:
+            best = float(v)
+    if best == _DOUBLE_MAX:
+        name = kind.value
+        return {"int": 2**31 - 1, "long": 2**63 - 1, "float": math.inf}.get(name, _DOUBLE_MAX)
+    return _narrow(best, kind)
 
 
 def size_of_set(value: Any) -> int:
@@ -205,14 +229,7 @@ def instance_of(value: Any, kind: Any) -> bool:
 
 
 def cast(value: Any, kind: Any) -> Any:
-    """cast(): relabel the value's type; numbers are converted so later arithmetic works."""
-    if value is None:
-        return None
-    name = kind.value
-    if name in ("double", "float") and isinstance(value, int) and not isinstance(value, bool):
-        return float(value) if name == "double" else f32(float(value))
-    if name in ("int", "long") and isinstance(value, float) and value.is_integer():
-        return int(value)
+    """cast(): relabels the value's type without converting it, as Siddhi does."""
     return value
 
 
@@ -262,3 +279,23 @@ def table_any(table: Any, ids: Any, pred: Any) -> bool:
     if ids is None:
         return any(pred(row) for row in rows.values())
     return any(pred(rows[i]) for i in ids if i in rows)
+
+
+def pev(chain: Any, i: int) -> Any:
+    """The row of event `i` of a pattern state's chain (negative: from the end), or None."""
+    if chain is None:
+        return None
+    try:
+        return chain[i][1]
+    except IndexError:
+        return None
+
+
+def pts(chain: Any, i: int) -> Any:
+    """The timestamp of event `i` of a pattern state's chain, or None."""
+    if chain is None:
+        return None
+    try:
+        return chain[i][0]
+    except IndexError:
+        return None

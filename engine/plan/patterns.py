@@ -1,0 +1,413 @@
+"""Plan pattern and sequence queries into state machines (runtime/pattern.py).
+
+State ids follow Siddhi's parse order (for `a and b`, b first), which decides how `every`
+copies are cleared and where counting states look for their next state. Filters see the
+candidate event as `r` and the partial match as `p`; the selector sees the partial.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.events import Chunk
+from engine.plan.context import Env, PlanContext, StreamInfo
+from engine.plan.expressions import Compiled, ExpressionCompiler, PlanError
+from engine.plan.query import (
+    Built,
+    QueryInput,
+    QueryTemplate,
+    compile_filter_condition,
+    define_output,
+    output_flags,
+    plan_output,
+    resolve_input,
+)
+from engine.plan.ratelimits import plan_rate_limiter
+from engine.plan.scope import Scope, Source
+from engine.plan.selector import compile_selector
+from engine.query.expressions import EventIndex
+from engine.query.queries import (
+    AbsentState,
+    CountState,
+    EveryState,
+    InsertInto,
+    LogicalState,
+    NextState,
+    Query,
+    StateElement,
+    StateInput,
+    StreamFunction,
+    StreamState,
+)
+from engine.runtime.pattern import AbsentNode, CountNode, LogicalNode, Machine, Node
+from engine.runtime.query import CallbackStage, Stage
+
+
+@dataclass
+class Leaf:
+    sid: int
+    kind: str  # stream | count | absent
+    state: StreamState | AbsentState
+    stream: str
+    inner: bool
+    info: StreamInfo
+    ref: str | None
+    lo: int = 1
+    hi: int | None = 1
+    waiting: int | None = None
+    logical: str | None = None  # "and"/"or" when a side of a logical
+    partner: int | None = None
+    filter_src: str | None = None
+
+
+@dataclass
+class Shape:
+    """What the runtime tree needs: per leaf its links, as leaf ids."""
+
+    first: list[int]
+    last: list[int]
+    nodes: list[int] = field(default_factory=list)
+
+
+def _index_code(chain: str, index: EventIndex | None, default: int, own_count: bool = False) -> str:
+    if index is None:
+        pos = default
+    elif index.position is not None:
+        pos = index.position
+    else:
+        assert index.from_last is not None
+        pos = -1 - index.from_last - (1 if own_count else 0)
+    return f"_pev({chain}, {pos})"
+
+
+class _Planner:
+    def __init__(self, ctx: PlanContext, query: Query, inner: dict[str, StreamInfo] | None) -> None:
+        self.ctx = ctx
+        self.query = query
+        self.inner = inner
+        self.leaves: list[Leaf] = []
+        self.comp = ctx.compiler()
+
+    # ---- ids ------------------------------------------------------------------------
+
+    def assign(self, e: StateElement) -> None:
+        if isinstance(e, NextState):
+            self.assign(e.first)
+            self.assign(e.then)
+        elif isinstance(e, LogicalState):
+            self.assign(e.right)
+            self.assign(e.left)
+        elif isinstance(e, EveryState):
+            self.assign(e.inner)
+        elif isinstance(e, CountState):
+            self._leaf(e.state, "count", lo=e.min_count, hi=e.max_count)
+            e.state.__dict__["_sid"] = self.leaves[-1].sid
+            e.__dict__["_sid"] = self.leaves[-1].sid
+        elif isinstance(e, (StreamState, AbsentState)):
+            self._leaf(e, "absent" if isinstance(e, AbsentState) else "stream")
+            e.__dict__["_sid"] = self.leaves[-1].sid
+        else:  # pragma: no cover
+            raise PlanError
+
+    def _leaf(self, s: StreamState | AbsentState, kind: str, lo: int = 1, hi: int | None = 1) -> None:
+        si = s.input
+        for h in si.handlers:
+            if isinstance(h, StreamFunction):
+                self.comp.error(f"stream function #{h.call.qualified_name}() is not supported", h.span)
+        info = resolve_input(self.ctx, si, self.inner)
+        ref = s.ref if isinstance(s, StreamState) else None
+        leaf = Leaf(len(self.leaves), kind, s, si.stream, si.inner, info, ref, lo, hi)
+        if isinstance(s, AbsentState):
+            leaf.waiting = s.waiting_ms
+        self.leaves.append(leaf)
+
+    # ---- shape ----------------------------------------------------------------------
+
+    def shape(self, e: StateElement, links: list[tuple[str, int, int]]) -> Shape:
+        """Collect (link kind, from leaf, to leaf) and return first/last leaves of `e`."""
+        if isinstance(e, NextState):
+            a = self.shape(e.first, links)
+            b = self.shape(e.then, links)
+            for n in a.last:
+                links.append(("next", n, b.first[0]))
+            return Shape(a.first, b.last, a.nodes + b.nodes)
+        if isinstance(e, LogicalState):
+            r = self.shape(e.right, links)
+            left = self.shape(e.left, links)
+            if len(r.nodes) != 1 or len(left.nodes) != 1:
+                self.comp.error("'and'/'or' combine two single states", e.span)
+                raise PlanError
+            li, ri = left.nodes[0], r.nodes[0]
+            for x, y in ((li, ri), (ri, li)):
+                self.leaves[x].logical = e.op
+                self.leaves[x].partner = y
+            return Shape([li, ri], [li, ri], [ri, li])
+        if isinstance(e, EveryState):
+            x = self.shape(e.inner, links)
+            for n in x.last:
+                links.append(("every", n, x.first[0]))
+            for n in x.nodes:
+                links.append(("within_every", n, x.first[0]))
+            return x
+        sid = e.__dict__["_sid"]
+        return Shape([sid], [sid], [sid])
+
+    # ---- filters --------------------------------------------------------------------
+
+    def sources(self, own: int | None, for_select: bool) -> list[Source]:
+        out = []
+        row = "r" if for_select else "p"
+        for leaf in self.leaves:
+            if leaf.kind == "absent":
+                continue
+            names = (leaf.ref,) if leaf.ref else (leaf.stream,)
+            sid = leaf.sid
+            if for_select:
+                default = 0
+
+                def indexed(idx: EventIndex | None, sid: int = sid, default: int = default) -> str:
+                    return _index_code(f"r[{sid}]", idx, default)
+
+            elif sid == own:
+                counted = leaf.kind == "count"
+
+                def indexed(idx: EventIndex | None, sid: int = sid, counted: bool = counted) -> str:
+                    if idx is None:
+                        return "r"
+                    return _index_code(f"p[{sid}]", idx, -1, own_count=counted)
+
+            else:
+
+                def indexed(idx: EventIndex | None, sid: int = sid) -> str:
+                    return _index_code(f"p[{sid}]", idx, -1)
+
+            out.append(
+                Source(names, leaf.info.attributes, row, indexed_row=indexed, counted=leaf.kind == "count", stream=leaf.stream)
+            )
+        return out
+
+    def compile_filters(self) -> None:
+        for leaf in self.leaves:
+            si = leaf.state.input
+            sources = self.sources(leaf.sid, for_select=False)
+            own = next((s for s in sources if s.indexed_row is not None and s.indexed_row(None) == "r"), None)
+            if own is None:  # an absent state: its own attributes are the candidate row
+                own = Source((leaf.stream,), leaf.info.attributes, "r", stream=leaf.stream)
+                sources = [*sources, own]
+            scope = Scope(sources, default_source=own, event_ts="p[-1]")
+            cond = compile_filter_condition(self.comp, si.handlers, scope)
+            if cond is not None:
+                leaf.filter_src = _filter_source(cond)
+
+
+def _filter_source(cond: Compiled) -> str:
+    fast = _fast_access(cond.fast)
+    if fast == cond.safe:
+        return f"lambda p, r: {cond.safe}"
+    return f"""def f(p, r):
+    try:
+        return {fast}
+    except (TypeError, ZeroDivisionError):
+        return {cond.safe}
+"""
+
+
+def _fast_access(code: str) -> str:
+    """Inline `_pev(p[k], -1)` / `_pev(r[k], 0)` as plain indexing for the fast path."""
+    import re
+
+    return re.sub(r"_pev\(((?:p|r)\[\d+\]), (-1|0)\)", r"\1[\2][1]", code)
+
+
+def plan_state_query(ctx: PlanContext, query: Query, name: str, inner: dict[str, StreamInfo] | None) -> QueryTemplate:
+    si = query.input
+    assert isinstance(si, StateInput)
+    planner = _Planner(ctx, query, inner)
+    comp = planner.comp
+    planner.assign(si.root)
+    links: list[tuple[str, int, int]] = []
+    root = planner.shape(si.root, links)
+    if ctx.errors:
+        raise PlanError
+    planner.compile_filters()
+    leaves = planner.leaves
+    refs = [leaf.ref for leaf in leaves if leaf.ref]
+    dup = {r for r in refs if refs.count(r) > 1}
+    if dup:
+        comp.error(f"event reference '{sorted(dup)[0]}' is used twice", si.span)
+        raise PlanError
+    current_on, expired_on = output_flags(query)
+    select_sources = planner.sources(None, for_select=True)
+    sel_scope = Scope(select_sources, event_ts="r[-1]")
+    if query.selector.attributes is None:
+        names = [n for s in select_sources for n, _ in s.attributes]
+        clash = sorted({n for n in names if names.count(n) > 1})
+        if clash:
+            comp.error(f"'select *' over this pattern would output '{clash[0]}' twice", si.span, hint="list the attributes to select")
+            raise PlanError
+    batching = query.output_rate is None or query.output_rate.kind != "snapshot"
+    sel = compile_selector(
+        query.selector,
+        sel_scope,
+        comp,
+        current_on=current_on,
+        expired_on=expired_on,
+        batching=batching,
+        star_sources=select_sources,
+        query_name=name,
+    )
+    if ctx.errors:
+        raise PlanError
+    define_output(ctx, query, sel.names, sel.types, inner)
+    limiter = plan_rate_limiter(query, sel, comp)
+    output = plan_output(ctx, query, sel, comp, inner)
+    ns = ctx.namespace
+    filters: dict[int, Any] = {}
+    for leaf in leaves:
+        if leaf.filter_src is None:
+            filters[leaf.sid] = None
+        elif leaf.filter_src.startswith("lambda"):
+            filters[leaf.sid] = eval(leaf.filter_src, ns)  # noqa: S307 - generated code
+        else:
+            local = dict(ns)
+            exec(compile(leaf.filter_src, f"<pattern {name}>", "exec"), local)  # noqa: S102 - generated code
+            filters[leaf.sid] = local["f"]
+    sequence = si.kind == "sequence"
+    start_ids = list(root.first)
+    if isinstance(si.root, NextState) or isinstance(si.root, EveryState) or True:
+        pass
+    element = si.root
+
+    def build_machine(env: Env, prefix: str) -> Machine:
+        m = Machine(len(leaves), sequence, si.within_ms, start_ids)
+        nodes: list[Node] = []
+        for leaf in leaves:
+            filt = filters[leaf.sid]
+            node: Node
+            if leaf.kind == "count":
+                node = CountNode(m, leaf.sid, leaf.stream, filt, leaf.lo, leaf.hi)
+            elif leaf.kind == "absent":
+                node = AbsentNode(m, leaf.sid, leaf.stream, filt, leaf.waiting)
+                node.bind_timer(env.scheduler, f"{prefix}absent{leaf.sid}")
+                node.op = leaf.logical
+            elif leaf.logical is not None:
+                node = LogicalNode(m, leaf.sid, leaf.stream, filt, leaf.logical)
+            else:
+                node = Node(m, leaf.sid, leaf.stream, filt)
+            nodes.append(node)
+        for leaf in leaves:
+            if leaf.partner is not None:
+                nodes[leaf.sid].partner = nodes[leaf.partner]  # type: ignore[attr-defined]
+        for kind, a, b in links:
+            if kind == "next":
+                nodes[a].next = nodes[b]
+                if isinstance(nodes[a], CountNode):
+                    target = nodes[b]
+                    ids = [target.sid]
+                    partner = getattr(target, "partner", None)
+                    if partner is not None:
+                        ids.append(partner.sid)
+                    nodes[a].next_ids = ids  # type: ignore[attr-defined]
+            elif kind == "every":
+                nodes[a].every_next = nodes[b]
+            else:
+                nodes[a].within_every = nodes[b]
+        for sid in root.first:
+            nodes[sid].is_start = True
+        for sid in root.last:
+            nodes[sid].final = True
+        m.nodes = nodes
+        for sid in _registration_order(element):
+            m.receivers.setdefault(leaves[sid].stream, []).append(nodes[sid])
+        if sequence:
+            m.root_reset = _resetter(element, nodes)
+            m.root_update = _updater(element, nodes)
+        return m
+
+    streams: list[tuple[str, bool]] = []
+    for leaf in leaves:
+        key = (leaf.stream, leaf.inner)
+        if key not in streams:
+            streams.append(key)
+
+    def build(env: Env) -> Built:
+        states: dict[str, Any] = {}
+        starts: list[Callable[[], None]] = []
+        selector = sel.code.instance()
+        states["selector"] = selector
+        downstream: Stage = CallbackStage(output(env))
+        if limiter is not None:
+            lim = limiter.build(env, f"{env.prefix}{name}/ratelimit")
+            states["ratelimit"] = lim
+            starts.append(lim.start)
+            lim.next = downstream
+            downstream = lim
+        machine = build_machine(env, f"{env.prefix}{name}/")
+        states["pattern"] = machine
+
+        def emit(partials: list[Any]) -> None:
+            for p in partials:
+                q = p[:]
+                out = selector.process(Chunk([q[-1]], [q]))
+                if out is not None:
+                    downstream.process(out)
+
+        machine.emit = emit
+        starts.append(lambda: machine.start(env.now()))
+        inputs = [
+            QueryInput(stream, inner_flag, (lambda chunk, s=stream: machine.receive(s, chunk)))
+            for stream, inner_flag in streams
+        ]
+        return Built(inputs, states, starts)
+
+    out = query.output
+    target = out.target if isinstance(out, InsertInto) else None
+    return QueryTemplate(name, target, isinstance(out, InsertInto) and out.inner, build, streams)
+
+
+def _registration_order(e: StateElement) -> list[int]:
+    if isinstance(e, NextState):
+        return _registration_order(e.first) + _registration_order(e.then)
+    if isinstance(e, LogicalState):
+        return _registration_order(e.right) + _registration_order(e.left)
+    if isinstance(e, EveryState):
+        return _registration_order(e.inner)
+    return [e.__dict__["_sid"]]
+
+
+def _resetter(e: StateElement, nodes: list[Node]) -> Callable[[], None]:
+    if isinstance(e, NextState):
+        a, b = _resetter(e.first, nodes), _resetter(e.then, nodes)
+
+        def reset_next() -> None:
+            b()
+            a()
+
+        return reset_next
+    if isinstance(e, LogicalState):
+        right = nodes[e.right.__dict__["_sid"]]
+        return right.reset_state
+    if isinstance(e, EveryState):
+        return _resetter(e.inner, nodes)
+    return nodes[e.__dict__["_sid"]].reset_state
+
+
+def _updater(e: StateElement, nodes: list[Node]) -> Callable[[], None]:
+    if isinstance(e, NextState):
+        a, b = _updater(e.first, nodes), _updater(e.then, nodes)
+
+        def update_next() -> None:
+            a()
+            b()
+
+        return update_next
+    if isinstance(e, LogicalState):
+        return nodes[e.right.__dict__["_sid"]].update_state
+    if isinstance(e, EveryState):
+        return _updater(e.inner, nodes)
+    return nodes[e.__dict__["_sid"]].update_state
+
+
+__all__ = ["plan_state_query", "ExpressionCompiler"]
