@@ -44,6 +44,11 @@ class PlanContext:
     window_infos: dict[str, StreamInfo] = field(default_factory=dict)
     query_count: int = 0
     legacy: bool = False  # the plan is in the WSO2 CEP 3.x dialect
+    clock_now: list[Callable[[], int]] = field(default_factory=lambda: [lambda: 0])
+
+    def __post_init__(self) -> None:
+        holder = self.clock_now
+        self.namespace["_now"] = lambda: holder[0]()  # currentTimeMillis(): the runtime's clock
 
     def compiler(self) -> ExpressionCompiler:
         ctx = ExprContext(self.errors, self.namespace, function_registry=self.functions)

@@ -45,6 +45,7 @@ class Compiled:
     const: bool = False
     value: Any = None
     may_be_null: bool = True
+    failed: bool = False  # already reported: operators on it add no further errors
 
     @classmethod
     def constant(cls, value: Any, kind: AttrType) -> Compiled:
@@ -59,6 +60,9 @@ def _literal(value: Any) -> str:
         if value in (float("inf"), float("-inf")):
             return "_inf" if value > 0 else "(-_inf)"
     return repr(value)
+
+
+FAILED = Compiled("None", "None", AttrType.OBJECT, failed=True)
 
 
 class CompileErrors:
@@ -106,9 +110,13 @@ class ExpressionCompiler:
 
     def error(self, message: str, span: Span, hint: str | None = None) -> Compiled:
         self.ctx.errors.add(message, span, hint)
-        return Compiled("None", "None", AttrType.OBJECT)
+        return FAILED
 
     def compile(self, expr: Expr, scope: Scope) -> Compiled:
+        result = self._compile(expr, scope)
+        return result
+
+    def _compile(self, expr: Expr, scope: Scope) -> Compiled:
         if isinstance(expr, Constant):
             return Compiled.constant(expr.value, expr.type)
         if isinstance(expr, Variable):
@@ -117,12 +125,16 @@ class ExpressionCompiler:
             return self.binary(expr, scope)
         if isinstance(expr, Not):
             inner = self.compile(expr.operand, scope)
+            if inner.failed:
+                return FAILED
             if inner.type is not AttrType.BOOL:
                 return self.error(f"'not' needs a bool operand, found {inner.type}", expr.operand.span)
             b = self.as_bool(inner)
             return Compiled(f"(not {b.fast})", f"(not {b.safe})", AttrType.BOOL, may_be_null=False)
         if isinstance(expr, Negate):
             inner = self.compile(expr.operand, scope)
+            if inner.failed:
+                return FAILED
             if inner.type not in NUMERIC_TYPES:
                 return self.error(f"cannot negate a {inner.type}", expr.span)
             if inner.const:
@@ -222,6 +234,8 @@ class ExpressionCompiler:
     def binary(self, e: BinaryOp, scope: Scope) -> Compiled:
         left = self.compile(e.left, scope)
         right = self.compile(e.right, scope)
+        if left.failed or right.failed:
+            return FAILED
         op = e.op
         if op in ("and", "or"):
             for side, node in ((left, e.left), (right, e.right)):
@@ -316,6 +330,8 @@ class ExpressionCompiler:
                 )
             return self.error(f"unknown function '{call.qualified_name}'", call.span)
         args = [self.compile(a, scope) for a in call.args]
+        if any(a.failed for a in args):
+            return FAILED
         return spec.compile(self, call, args, scope)  # type: ignore[no-any-return]
 
     def in_table(self, e: In, scope: Scope) -> Compiled:

@@ -276,8 +276,6 @@ def plan_state_query(ctx: PlanContext, query: Query, name: str, inner: dict[str,
             filters[leaf.sid] = local["f"]
     sequence = si.kind == "sequence"
     start_ids = list(root.first)
-    if isinstance(si.root, NextState) or isinstance(si.root, EveryState) or True:
-        pass
     element = si.root
 
     def build_machine(env: Env, prefix: str) -> Machine:
@@ -319,6 +317,7 @@ def plan_state_query(ctx: PlanContext, query: Query, name: str, inner: dict[str,
         for sid in root.last:
             nodes[sid].final = True
         m.nodes = nodes
+        m.bind_within_timer(env.scheduler, f"{prefix}within")
         for sid in _registration_order(element):
             m.receivers.setdefault(leaves[sid].stream, []).append(nodes[sid])
         if sequence:

@@ -190,6 +190,7 @@ class Planner:
             clk = WallClock(wall_time or (lambda: time.time_ns() // 1_000_000))
         else:
             clk = PlaybackClock()
+        self.ctx.clock_now[0] = clk.now
         starters: list[Callable[[], None]] = []
         runtime_holder: list[Runtime] = []
 

@@ -111,7 +111,7 @@ def compile_filter_condition(comp: ExpressionCompiler, handlers: list[Any], scop
     for h in handlers:
         if isinstance(h, Filter):
             c = comp.compile(h.expr, scope)
-            if c.type is not AttrType.BOOL and not comp.ctx.errors:
+            if c.type is not AttrType.BOOL and not c.failed:
                 comp.error(f"a filter needs a bool condition, found {c.type}", h.expr.span)
             conds.append(comp.as_bool(c))
     if not conds:

@@ -46,7 +46,16 @@ def plan_table(ctx: PlanContext, d: TableDefinition, info: StreamInfo) -> Table 
                 indexes.append(names.index(v))
     if not ok:
         return None
-    return Table(d.name, len(names), pk, indexes)
+    types = info.types
+    numeric = (AttrType.INT, AttrType.LONG, AttrType.FLOAT, AttrType.DOUBLE)
+    if len(pk) == 1 and types[pk[0]] in numeric:
+        order = "numeric"
+    elif pk and not (len(pk) == 1 and types[pk[0]] is AttrType.OBJECT):
+        order = "hash"
+    else:
+        order = "insertion"
+    floats = frozenset(i for i, t in enumerate(types) if t is AttrType.FLOAT)
+    return Table(d.name, len(names), pk, indexes, order, floats)
 
 
 def table_source(name: str, info: StreamInfo) -> Source:

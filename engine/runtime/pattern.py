@@ -503,6 +503,39 @@ class Machine:
         self.emit: Callable[[list[Partial]], None] = lambda ps: None
         self.root_reset: Callable[[], None] = lambda: None
         self.root_update: Callable[[], None] = lambda: None
+        self.within_timer: Timer | None = None
+        self.within_due: int | None = None
+
+    def bind_within_timer(self, scheduler: Scheduler, owner: str) -> None:
+        """`within` also expires partial matches when the clock passes, with no event."""
+        if self.within is not None:
+            self.within_timer = Timer(scheduler, owner, self._on_within)
+
+    def _schedule_within(self) -> None:
+        if self.within_timer is None or self.within is None:
+            return
+        oldest: int | None = None
+        for node in self.nodes:
+            for lst in (node.pending, node.staging):
+                for p in lst:
+                    for sid in self.start_ids:
+                        chain = p[sid]
+                        if chain is not None and (oldest is None or chain[0][0] < oldest):
+                            oldest = chain[0][0]
+        if oldest is None:
+            return
+        due = oldest + self.within + 1
+        if self.within_due is None or due < self.within_due:
+            self.within_due = due
+            self.within_timer.at(due)
+
+    def _on_within(self, due: int, now: int) -> None:
+        if due != self.within_due:
+            return
+        self.within_due = None
+        for node in self.nodes:
+            node.expire(now)
+        self._schedule_within()
 
     def expired(self, p: Partial, t: int) -> bool:
         within = self.within
@@ -550,6 +583,8 @@ class Machine:
                 self.reset_requested = []
             returned.extend(self.returned)
             self.returned = []
+        if self.within_timer is not None and self.within_due is None:
+            self._schedule_within()  # later partials start later: the pending timer covers them
         if returned:
             self.emit(returned)
 
@@ -565,6 +600,7 @@ class Machine:
                         ids[id(p)] = len(partials)
                         partials.append(p)
         return {
+            "within_due": self.within_due,
             "partials": [list(p) for p in partials],
             "nodes": [
                 {"lists": [[ids[id(p)] for p in lst] for lst in node.lists()], "extra": node.extra_state()}
@@ -574,6 +610,7 @@ class Machine:
 
     def restore(self, state: Any) -> None:
         partials = [_restore_partial(p) for p in state["partials"]]
+        self.within_due = state["within_due"]
         for node, saved in zip(self.nodes, state["nodes"], strict=True):
             pending, staging = saved["lists"]
             node.pending = [partials[i] for i in pending]

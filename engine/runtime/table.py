@@ -15,12 +15,46 @@ Row = tuple[Any, ...]
 log = logging.getLogger(__name__)
 
 
+def java_string_hash(text: str) -> int:
+    h = 0
+    data = text.encode("utf-16-le", "surrogatepass")
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] | data[i + 1] << 8)) & 0xFFFFFFFF
+    return h
+
+
+def java_str(value: Any, is_float: bool) -> str:
+    from engine.runtime.helpers import java_number_str
+
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return java_number_str(value, is_float)
+    return str(value)
+
+
 class Table:
-    def __init__(self, name: str, width: int, primary_key: list[int], indexes: list[int]) -> None:
+    """`key_order` is how Siddhi iterates the rows: "insertion", "numeric" (a TreeMap on a
+    single numeric key) or "hash" (a Java HashMap on a string, bool or composite key)."""
+
+    def __init__(
+        self,
+        name: str,
+        width: int,
+        primary_key: list[int],
+        indexes: list[int],
+        key_order: str = "insertion",
+        float_columns: frozenset[int] = frozenset(),
+    ) -> None:
         self.name = name
         self.width = width
         self.primary_key = primary_key
         self.indexes = indexes
+        self.key_order = key_order
+        self.float_columns = float_columns
+        self._capacity = 16  # of Siddhi's HashMap: doubles past 3/4 full, never shrinks
         self._rows: dict[int, Row] = {}
         self._next = 0
         self._pk: dict[Any, int] = {}
@@ -30,7 +64,32 @@ class Table:
     # ---- reading ----------------------------------------------------------------------
 
     def all_rows(self) -> list[Row]:
-        return list(self._rows.values())
+        if self.key_order == "insertion":
+            return list(self._rows.values())
+        return [self._rows[i] for i in self.scan_ids()]
+
+    def scan_ids(self) -> list[int]:
+        """Row ids in the order Siddhi's table would iterate them."""
+        if self.key_order == "numeric":
+            return [rid for _, rid in sorted(self._pk.items(), key=lambda kv: kv[0])]
+        if self.key_order == "hash":
+            mask = self._capacity - 1
+
+            def bucket(item: tuple[Any, int]) -> tuple[int, int]:
+                h = self._java_hash(item[0])
+                return ((h ^ (h >> 16)) & mask, item[1])
+
+            return [rid for _, rid in sorted(self._pk.items(), key=bucket)]
+        return list(self._rows)
+
+    def _java_hash(self, key: Any) -> int:
+        pk = self.primary_key
+        if len(pk) == 1:
+            if isinstance(key, bool):
+                return 1231 if key else 1237
+            return java_string_hash(java_str(key, pk[0] in self.float_columns))
+        text = "".join(java_str(v, c in self.float_columns) + ":-:" for v, c in zip(key, pk, strict=True))
+        return java_string_hash(text)
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -65,6 +124,8 @@ class Table:
         self._rows[rid] = row
         if self.primary_key:
             self._pk[self.pk_of(row)] = rid
+            if len(self._pk) > self._capacity * 3 // 4:
+                self._capacity *= 2
         for c, idx in self._index.items():
             idx.setdefault(row[c], {})[rid] = None
         return True
@@ -116,7 +177,7 @@ class Table:
         pred: Callable[[Row, Row], bool],
     ) -> list[int]:
         candidates = lookup(self, event)
-        ids = list(self._rows) if candidates is None else list(candidates)
+        ids = self.scan_ids() if candidates is None else list(candidates)
         rows = self._rows
         return [i for i in ids if i in rows and pred(rows[i], event)]
 
@@ -165,13 +226,15 @@ class Table:
     # ---- state ------------------------------------------------------------------------
 
     def snapshot(self) -> Any:
-        return list(self._rows.values())
+        return {"rows": [[rid, row] for rid, row in self._rows.items()], "next": self._next, "capacity": self._capacity}
 
     def restore(self, state: Any) -> None:
         self._rows.clear()
         self._pk.clear()
         for idx in self._index.values():
             idx.clear()
-        self._next = 0
-        for row in state:
+        for rid, row in state["rows"]:
+            self._next = rid
             self._add(tuple(row))
+        self._next = state["next"]
+        self._capacity = state["capacity"]

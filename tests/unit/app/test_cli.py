@@ -1,0 +1,94 @@
+"""`cepheus validate` and `cepheus run`: positions, exit codes, atomic output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from app.cli import main
+
+PLAN = "define stream S (sym string, price double);\nfrom S[price > 10] select sym, price insert into Out;\n"
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> Path:
+    (tmp_path / "plan.siddhi").write_text(PLAN)
+    return tmp_path
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_validate_accepts_a_good_plan(files: Path) -> None:
+    code, out, _ = invoke("validate", str(files / "plan.siddhi"))
+    assert code == 0 and "ok" in out
+
+
+def test_validate_prints_file_line_col_and_a_caret(tmp_path: Path) -> None:
+    plan = tmp_path / "bad.siddhi"
+    plan.write_text("define stream S (a int);\nfrom S[b > 1] select a insert into T;\n")
+    code, _, err = invoke("validate", str(plan))
+    assert code == 1
+    assert err.splitlines() == [f"{plan}:2:8: unknown attribute 'b'", "    from S[b > 1] select a insert into T;", "           ^"]
+
+
+def test_run_writes_results_as_json_lines(files: Path) -> None:
+    (files / "in.jsonl").write_text(
+        '{"stream": "S", "timestamp": 1000, "data": ["a", 5.0]}\n{"stream": "S", "timestamp": 1001, "data": ["b", 15]}\n'
+    )
+    code, out, _ = invoke("run", str(files / "plan.siddhi"), "--input", str(files / "in.jsonl"))
+    assert code == 0
+    assert [json.loads(line) for line in out.splitlines()] == [
+        {"stream": "Out", "timestamp": 1001, "type": "current", "data": ["b", 15.0]}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("not json", "in.jsonl:2: not valid JSON"),
+        ('{"stream": "Nope", "data": []}', "in.jsonl:2: unknown input stream 'Nope'"),
+        ('{"stream": "S", "data": ["a"]}', "in.jsonl:2: stream 'S': stream 'S' has 2 attributes, got 1 values"),
+        ('{"stream": "S", "data": ["a", "x"]}', "in.jsonl:2: stream 'S': attribute 'price': expected double, got string 'x'"),
+        ('{"stream": "S", "timestamp": "soon", "data": ["a", 1]}', "in.jsonl:2: 'timestamp' must be an integer"),
+    ],
+)
+def test_a_bad_input_line_stops_the_run_and_writes_nothing(files: Path, line: str, message: str) -> None:
+    (files / "in.jsonl").write_text('{"stream": "S", "timestamp": 1000, "data": ["a", 50.0]}\n' + line + "\n")
+    out = files / "out.jsonl"
+    out.write_text("previous results\n")
+    code, _, err = invoke("run", str(files / "plan.siddhi"), "--input", str(files / "in.jsonl"), "--output", str(out))
+    assert code == 1
+    assert message in err
+    assert "Traceback" not in err
+    assert out.read_text() == "previous results\n"  # untouched: results go to a temporary file first
+    assert [p.name for p in files.iterdir() if p.name.startswith(".cepheus-run-")] == []
+
+
+def test_run_output_file_is_replaced_on_success(files: Path) -> None:
+    (files / "in.jsonl").write_text('{"stream": "S", "timestamp": 1000, "data": ["a", 50.0]}\n')
+    out = files / "out.jsonl"
+    code, _, err = invoke("run", str(files / "plan.siddhi"), "--input", str(files / "in.jsonl"), "--output", str(out))
+    assert code == 0 and "1 events written" in err
+    assert json.loads(out.read_text())["data"] == ["a", 50.0]
+
+
+def test_run_rejects_an_invalid_plan_with_its_position(files: Path) -> None:
+    (files / "plan.siddhi").write_text("define stream S (a int);\nfrom S select a insert T;\n")
+    (files / "in.jsonl").write_text("")
+    code, _, err = invoke("run", str(files / "plan.siddhi"), "--input", str(files / "in.jsonl"))
+    assert code == 1 and ":2:24: expected 'into'" in err
+
+
+def test_the_installed_command_never_shows_a_traceback(tmp_path: Path) -> None:
+    cepheus = Path(sys.executable).parent / "cepheus"
+    result = subprocess.run([str(cepheus), "run", str(tmp_path / "missing.siddhi"), "--input", "x"], capture_output=True, text=True, check=False)
+    assert result.returncode == 1
+    assert "cannot read plan" in result.stderr and "Traceback" not in result.stderr

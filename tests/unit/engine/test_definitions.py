@@ -1,0 +1,42 @@
+"""Named windows, triggers and anonymous inner queries."""
+
+from __future__ import annotations
+
+import pytest
+
+import engine
+from tests.support.replaying import assert_restore_equivalent, events, run
+
+
+def test_named_window_is_shared_by_queries() -> None:
+    plan = (
+        "define stream S (v int); define window W (v int) length(2) output all events;"
+        "from S insert into W; from W select sum(v) as t insert into Out; from W select v insert expired events into Gone;"
+    )
+    c = run(plan, events("S", [(1,), (2,), (3,)]))
+    assert c.rows("Out") == [(1,), (3,), (5,)]
+    assert c.rows("Gone") == [(1,)]
+
+
+def test_periodic_start_and_cron_triggers() -> None:
+    plan = "define trigger T5 at every 500 milliseconds; define trigger Boot at 'start'; define trigger Cron at '*/1 * * * * ?';"
+    c = run(plan, [{"time": 2100}])
+    assert c.rows("T5") == [(1500,), (2000,)]
+    assert c.rows("Boot") == [(1000,)]
+    assert c.rows("Cron") == [(2000,)]  # cron fires on whole seconds of the playback clock
+
+
+def test_bad_cron_expression_is_rejected() -> None:
+    with pytest.raises(engine.QueryError, match="cron"):
+        engine.compile("define trigger T at '61 * * * * ?';")
+
+
+def test_anonymous_inner_query() -> None:
+    plan = "define stream S (v int); from (from S#window.length(2) select sum(v) as t return) select t * 10 as x insert into Out;"
+    assert run(plan, events("S", [(1,), (2,), (3,)])).rows("Out") == [(10,), (30,), (50,)]
+
+
+def test_trigger_and_named_window_state_restore() -> None:
+    assert_restore_equivalent("define trigger T at every 300 milliseconds;", [{"time": 1500}, {"time": 2000}, {"time": 2500}])
+    plan = "define stream S (v int); define window W (v int) time(1 sec); from S insert into W; from W select v insert all events into Out;"
+    assert_restore_equivalent(plan, events("S", [(1,), (2,)], step=600) + [{"time": 4000}])

@@ -1,0 +1,72 @@
+"""Partitions: value and range keys, inner streams, per-key state, purge."""
+
+from __future__ import annotations
+
+import engine
+from tests.support.replaying import assert_restore_equivalent, events, run
+
+
+def test_every_window_and_aggregate_is_per_key() -> None:
+    plan = (
+        "define stream S (k string, v int); partition with (k of S) begin "
+        "from S#window.length(2) select k, sum(v) as t insert into Out; end;"
+    )
+    c = run(plan, events("S", [("a", 1), ("b", 10), ("a", 2), ("a", 3), ("b", 20)]))
+    assert c.rows("Out") == [("a", 1), ("b", 10), ("a", 3), ("a", 5), ("b", 30)]
+
+
+def test_range_partition_sends_an_event_to_each_matching_range() -> None:
+    plan = (
+        "define stream S (v int); partition with (v > 10 as 'big' or v > 0 as 'positive' of S) begin "
+        "from S select count() as n insert into Out; end;"
+    )
+    c = run(plan, events("S", [(5,), (50,), (-1,)]))
+    assert c.rows("Out") == [(1,), (1,), (2,)]  # 5 → positive; 50 → big, then positive; -1 → none
+
+
+def test_inner_streams_stay_within_the_key() -> None:
+    plan = (
+        "define stream S (k string, v int); partition with (k of S) begin "
+        "from S select k, v * 2 as v insert into #Doubled; "
+        "from #Doubled select k, sum(v) as t insert into Out; end;"
+    )
+    c = run(plan, events("S", [("a", 1), ("b", 2), ("a", 3)]))
+    assert c.rows("Out") == [("a", 2), ("b", 4), ("a", 8)]
+
+
+def test_a_stream_the_partition_does_not_key_reaches_every_existing_key() -> None:
+    plan = (
+        "define stream S (k string); define stream Reset (x int); partition with (k of S) begin "
+        "from S select k insert into #Seen; from Reset join #Seen#window.length(1) select #Seen.k as k insert into Out; end;"
+    )
+    items = events("S", [("a",), ("b",)]) + [{"stream": "Reset", "timestamp": 2000, "data": [1]}]
+    c = run(plan, items)
+    assert sorted(c.rows("Out")) == [("a",), ("b",)]
+
+
+def test_purge_drops_idle_keys() -> None:
+    plan = (
+        "define stream S (k string, v int); "
+        "@purge(enable='true', interval='1 sec', idle.period='2 sec') "
+        "partition with (k of S) begin from S select k, count() as n insert into Out; end;"
+    )
+    rt = engine.compile(plan, start_time=1000)
+    got: list[tuple] = []
+    rt.subscribe("Out", lambda evs: got.extend(tuple(e.data) for e in evs))
+    for i in range(100):
+        rt.send("S", [(f"k{i}", 1)], timestamps=1000 + i)
+    partition_state = lambda: engine.runtime.state.decode(rt.snapshot())["states"]["partition/partition1"]  # noqa: E731
+    assert len(partition_state()) == 100
+    rt.advance_to(10_000)
+    assert len(partition_state()) == 0
+    rt.send("S", [("k1", 1)], timestamps=10_001)
+    assert got[-1] == ("k1", 1)  # a purged key starts afresh
+
+
+def test_partition_state_restores_exactly() -> None:
+    plan = (
+        "define stream S (k string, v int); partition with (k of S) begin "
+        "from S#window.time(1 sec) select k, sum(v) as t insert all events into Out; end;"
+    )
+    items = events("S", [("a", 1), ("b", 10), ("a", 2), ("b", 20)], step=400) + [{"time": 4000}]
+    assert_restore_equivalent(plan, items)

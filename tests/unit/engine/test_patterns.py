@@ -1,0 +1,92 @@
+"""Patterns and sequences: every, within, counting, logical states, absence."""
+
+from __future__ import annotations
+
+import engine
+from tests.support.replaying import assert_restore_equivalent, run
+
+DEFS = "define stream A (v int); define stream B (v int); define stream C (v int);\n"
+
+
+def ev(stream: str, t: int, v: int) -> dict:
+    return {"stream": stream, "timestamp": t, "data": [v]}
+
+
+def test_without_every_a_pattern_matches_once() -> None:
+    c = run(DEFS + "from e1=A -> e2=B select e1.v as a, e2.v as b insert into Out;", [ev("A", 1000, 1), ev("A", 1001, 2), ev("B", 1002, 3), ev("B", 1003, 4)])
+    assert c.rows("Out") == [(1, 3)]
+
+
+def test_every_restarts_on_each_event_of_its_state() -> None:
+    c = run(DEFS + "from every e1=A -> e2=B select e1.v as a, e2.v as b insert into Out;", [ev("A", 1000, 1), ev("A", 1001, 2), ev("B", 1002, 3), ev("B", 1003, 4)])
+    assert c.rows("Out") == [(1, 3), (2, 3)]
+
+
+def test_every_over_a_group_does_not_overlap() -> None:
+    items = [ev("A", 1000, 1), ev("A", 1001, 2), ev("B", 1002, 3), ev("A", 1003, 4), ev("B", 1004, 5)]
+    c = run(DEFS + "from every (e1=A -> e2=B) select e1.v as a, e2.v as b insert into Out;", items)
+    assert c.rows("Out") == [(1, 3), (4, 5)]
+
+
+def test_conditions_refer_to_earlier_states() -> None:
+    items = [ev("A", 1000, 10), ev("B", 1001, 5), ev("B", 1002, 15)]
+    c = run(DEFS + "from every e1=A -> e2=B[v > e1.v] select e1.v as a, e2.v as b insert into Out;", items)
+    assert c.rows("Out") == [(10, 15)]
+
+
+def test_within_expires_partial_matches_on_the_clock_alone() -> None:
+    plan = DEFS + "from every e1=A -> e2=B within 1 sec select e1.v as a, e2.v as b insert into Out;"
+    rt = engine.compile(plan, start_time=1000)
+    rt.send("A", [(1,)], timestamps=1000)
+    pending = lambda: engine.runtime.state.decode(rt.snapshot())["states"]["query/query1"]["pattern"]["partials"]  # noqa: E731
+    assert any(p[0] is not None for p in pending())
+    rt.advance_to(2500)  # no event: the clock alone
+    assert all(p[0] is None for p in pending())
+
+
+def test_within_rejects_late_completions() -> None:
+    items = [ev("A", 1000, 1), ev("B", 2500, 2), ev("A", 3000, 3), ev("B", 3500, 4)]
+    c = run(DEFS + "from every e1=A -> e2=B within 1 sec select e1.v as a, e2.v as b insert into Out;", items)
+    assert c.rows("Out") == [(3, 4)]
+
+
+def test_counting_collects_between_min_and_max() -> None:
+    items = [ev("A", 1000 + i, v) for i, v in enumerate([1, 2, 3])] + [ev("B", 1010, 9)]
+    plan = DEFS + "from e1=A<2:5> -> e2=B select e1[0].v as first, e1[last].v as last, e1[5].v as none, e2.v as b insert into Out;"
+    assert run(plan, items).rows("Out") == [(1, 3, None, 9)]
+
+
+def test_logical_and_or_states() -> None:
+    items = [ev("A", 1000, 1), ev("C", 1001, 3), ev("B", 1002, 2)]
+    c = run(DEFS + "from e1=A -> e2=B and e3=C select e2.v as b, e3.v as c insert into Out;", items)
+    assert c.rows("Out") == [(2, 3)]
+    c = run(DEFS + "from e1=A -> e2=B or e3=C select e2.v as b, e3.v as c insert into Out;", items)
+    assert c.rows("Out") == [(None, 3)]
+
+
+def test_absent_pattern_fires_on_the_clock_alone() -> None:
+    plan = DEFS + "from e1=A -> not B for 1 sec select e1.v as a insert into Out;"
+    assert run(plan, [ev("A", 1000, 7), {"time": 2500}]).rows("Out") == [(7,)]
+    assert run(plan, [ev("A", 1000, 7), ev("B", 1500, 0), {"time": 2500}]).rows("Out") == []
+
+
+def test_sequences_need_consecutive_events() -> None:
+    plan = DEFS + "from every e1=A, e2=B select e1.v as a, e2.v as b insert into Out;"
+    assert run(plan, [ev("A", 1000, 1), ev("B", 1001, 2)]).rows("Out") == [(1, 2)]
+    assert run(plan, [ev("A", 1000, 1), ev("C", 1001, 0), ev("B", 1002, 2)]).rows("Out") == [(1, 2)]  # C is not in the query
+    plan3 = DEFS + "from every e1=A, e2=C, e3=B select e1.v as a, e3.v as b insert into Out;"
+    assert run(plan3, [ev("A", 1000, 1), ev("B", 1001, 5), ev("C", 1002, 0), ev("B", 1003, 2)]).rows("Out") == []
+
+
+def test_sequence_one_or_more() -> None:
+    plan = DEFS + "from every e1=A, e2=B+, e3=C select e1.v as a, e2[0].v as b0, e2[last].v as bn, e3.v as c insert into Out;"
+    items = [ev("A", 1000, 1), ev("B", 1001, 2), ev("B", 1002, 3), ev("C", 1003, 4)]
+    assert run(plan, items).rows("Out") == [(1, 2, 3, 4)]
+
+
+def test_pattern_state_restores_exactly() -> None:
+    plan = DEFS + "from every e1=A -> e2=B[v > e1.v] within 5 sec select e1.v as a, e2.v as b insert into Out;"
+    items = [ev("A", 1000, 1), ev("A", 1100, 5), ev("B", 1200, 3), ev("B", 1300, 9), ev("A", 1400, 2), ev("B", 1500, 4)]
+    assert_restore_equivalent(plan, items)
+    absent = DEFS + "from every e1=A -> not B for 1 sec select e1.v as a insert into Out;"
+    assert_restore_equivalent(absent, [ev("A", 1000, 1), ev("A", 1200, 2), ev("B", 1500, 0), ev("A", 1700, 3), {"time": 5000}])
