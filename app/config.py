@@ -1,0 +1,257 @@
+"""The node's typed configuration.
+
+Loaded once at start-up in this order: defaults, then `conf/cepheus.toml` (or `--config`),
+then `CEPHEUS__SECTION__KEY` environment variables (values parsed as TOML literals, else
+taken as strings), then explicit overrides. Unknown sections or keys and badly typed
+values are errors naming the key. Ports follow WSO2: each base port plus `node.port_offset`.
+Nothing below `app/` reads the environment; components receive their own section.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Node:
+    id: str = ""  # default: the host name
+    port_offset: int = 0
+    data_dir: str = "var"
+    log_level: str = "INFO"
+
+
+@dataclass(frozen=True)
+class Registry:
+    url: str = "sqlite:///var/cepheus.db"
+    poll_seconds: float = 2.0  # how often a node looks for changes made by other nodes
+
+
+@dataclass(frozen=True)
+class Console:
+    host: str = "0.0.0.0"
+    port: int = 9763
+    secret_key: str = ""  # signs console sessions; default: generated and kept in data_dir
+
+
+@dataclass(frozen=True)
+class Thrift:
+    host: str = "0.0.0.0"
+    port: int = 7611
+    tls_port: int = 7711
+    cert_file: str = ""  # default: a self-signed certificate generated in data_dir/tls
+    key_file: str = ""
+    tls_min_version: str = "TLSv1.2"
+    session_timeout_minutes: int = 30
+    max_message_bytes: int = 64 * 1024 * 1024
+    max_connections: int = 512
+
+
+@dataclass(frozen=True)
+class Http:
+    enabled: bool = True  # POST /events/<stream>:<version> on the console port
+
+
+@dataclass(frozen=True)
+class Adapters:
+    buffer_events: int = 100_000  # events an output adapter holds while its target is down
+    batch_events: int = 500
+    retry_initial_ms: int = 100
+    retry_max_ms: int = 10_000
+
+
+@dataclass(frozen=True)
+class Cluster:
+    host: str = "0.0.0.0"
+    port: int = 4000
+    wka: tuple[str, ...] = ()  # well-known addresses, "host:port"
+    heartbeat_ms: int = 1000
+    failure_timeout_ms: int = 5000
+
+
+@dataclass(frozen=True)
+class HA:
+    lease_seconds: int = 10
+    renew_seconds: int = 3
+
+
+@dataclass(frozen=True)
+class Config:
+    node: Node = field(default_factory=Node)
+    registry: Registry = field(default_factory=Registry)
+    console: Console = field(default_factory=Console)
+    thrift: Thrift = field(default_factory=Thrift)
+    http: Http = field(default_factory=Http)
+    adapters: Adapters = field(default_factory=Adapters)
+    cluster: Cluster = field(default_factory=Cluster)
+    ha: HA = field(default_factory=HA)
+
+    # ---- effective values ---------------------------------------------------------------
+
+    def port(self, base: int) -> int:
+        return base + self.node.port_offset
+
+    @property
+    def console_port(self) -> int:
+        return self.port(self.console.port)
+
+    @property
+    def thrift_port(self) -> int:
+        return self.port(self.thrift.port)
+
+    @property
+    def thrift_tls_port(self) -> int:
+        return self.port(self.thrift.tls_port)
+
+    @property
+    def cluster_port(self) -> int:
+        return self.port(self.cluster.port)
+
+    @property
+    def data_dir(self) -> Path:
+        return Path(self.node.data_dir)
+
+    @property
+    def node_id(self) -> str:
+        if self.node.id:
+            return self.node.id
+        import socket
+
+        return f"{socket.gethostname()}:{self.console_port}"
+
+
+ENV_PREFIX = "CEPHEUS__"
+
+
+def _check_value(section: str, key: str, kind: Any, value: Any) -> Any:
+    where = f"{section}.{key}"
+    origin = typing.get_origin(kind)
+    if origin is tuple or kind is tuple:
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            msg = f"{where} must be a list of strings, got {value!r}"
+            raise ConfigError(msg)
+        return tuple(value)
+    if isinstance(kind, types.UnionType):
+        kind = next(k for k in typing.get_args(kind) if k is not type(None))
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+    elif kind is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif kind is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif kind is str:
+        if isinstance(value, str):
+            return value
+    msg = f"{where} must be {getattr(kind, '__name__', kind)}, got {type(value).__name__} {value!r}"
+    raise ConfigError(msg)
+
+
+def _merge(base: Config, data: Mapping[str, Any], origin: str) -> Config:
+    sections = {f.name: f for f in dataclasses.fields(Config)}
+    changes: dict[str, Any] = {}
+    for section, values in data.items():
+        if section not in sections:
+            msg = f"{origin}: unknown section [{section}] (known: {', '.join(sections)})"
+            raise ConfigError(msg)
+        if not isinstance(values, Mapping):
+            msg = f"{origin}: [{section}] must be a table of keys"
+            raise ConfigError(msg)
+        current = changes.get(section, getattr(base, section))
+        hints = typing.get_type_hints(type(current))
+        updates = {}
+        for key, value in values.items():
+            if key not in hints:
+                msg = f"{origin}: unknown key {section}.{key} (known: {', '.join(hints)})"
+                raise ConfigError(msg)
+            updates[key] = _check_value(section, key, hints[key], value)
+        changes[section] = dataclasses.replace(current, **updates)
+    return dataclasses.replace(base, **changes)
+
+
+def _parse_literal(text: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    data: dict[str, dict[str, Any]] = {}
+    for name, raw in env.items():
+        if not name.startswith(ENV_PREFIX):
+            continue
+        parts = name[len(ENV_PREFIX) :].lower().split("__")
+        if len(parts) != 2 or not all(parts):
+            msg = f"environment variable {name}: expected {ENV_PREFIX}SECTION__KEY"
+            raise ConfigError(msg)
+        data.setdefault(parts[0], {})[parts[1]] = _parse_literal(raw)
+    return data
+
+
+def _validate(cfg: Config) -> None:
+    if not 0 <= cfg.node.port_offset < 10_000:
+        msg = "node.port_offset must be between 0 and 9999"
+        raise ConfigError(msg)
+    for name, port in (
+        ("console.port", cfg.console_port),
+        ("thrift.port", cfg.thrift_port),
+        ("thrift.tls_port", cfg.thrift_tls_port),
+        ("cluster.port", cfg.cluster_port),
+    ):
+        if not 0 < port < 65536:
+            msg = f"{name} plus the port offset gives {port}, outside 1..65535"
+            raise ConfigError(msg)
+    if cfg.node.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        msg = "node.log_level must be DEBUG, INFO, WARNING or ERROR"
+        raise ConfigError(msg)
+    if cfg.ha.renew_seconds >= cfg.ha.lease_seconds:
+        msg = "ha.renew_seconds must be less than ha.lease_seconds"
+        raise ConfigError(msg)
+    if cfg.adapters.buffer_events <= 0 or cfg.adapters.batch_events <= 0:
+        msg = "adapters.buffer_events and adapters.batch_events must be positive"
+        raise ConfigError(msg)
+    if cfg.thrift.tls_min_version not in ("TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3"):
+        msg = "thrift.tls_min_version must be TLSv1, TLSv1.1, TLSv1.2 or TLSv1.3"
+        raise ConfigError(msg)
+    for address in cfg.cluster.wka:
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            msg = f"cluster.wka entry {address!r} must be host:port"
+            raise ConfigError(msg)
+
+
+def load(
+    path: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Config:
+    """Defaults, then the file (if it exists or was named), then the environment, then overrides."""
+    cfg = Config()
+    if path is not None:
+        p = Path(path)
+        try:
+            with p.open("rb") as f:
+                cfg = _merge(cfg, tomllib.load(f), str(p))
+        except FileNotFoundError:
+            msg = f"configuration file {p} does not exist"
+            raise ConfigError(msg) from None
+        except tomllib.TOMLDecodeError as exc:
+            msg = f"{p}: {exc}"
+            raise ConfigError(msg) from None
+    cfg = _merge(cfg, _from_env(os.environ if env is None else env), "environment")
+    if overrides:
+        cfg = _merge(cfg, overrides, "overrides")
+    _validate(cfg)
+    return cfg
