@@ -50,13 +50,20 @@ def plan_window(call: FunctionCall, scope: Scope, comp: ExpressionCompiler) -> W
     for signature in spec.signatures:
         problem = _match(signature, call, compiled)
         if problem is None:
-            return WindowPlan(spec, _prepare(signature, call, compiled, comp))
+            args = _prepare(signature, call, compiled, comp)
+            bad = spec.check(args, [c.type for c in compiled]) if spec.check is not None else None
+            if bad:
+                comp.error(f"{call.name} window: {bad}", call.span, hint=_usage(spec))
+                raise PlanError
+            return WindowPlan(spec, args)
         problems.append(problem)
     comp.error(f"{call.name} window: {problems[0]}", call.span, hint=_usage(spec))
     raise PlanError
 
 
 def _usage(spec: WindowSpec) -> str:
+    if spec.description:
+        return f"usage: {spec.description}"
     forms = []
     for sig in spec.signatures:
         parts = []

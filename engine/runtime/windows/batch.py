@@ -14,8 +14,8 @@ from typing import Any
 
 from engine.events import Chunk
 from engine.runtime.windows.base import Param, Window, WindowContext, WindowSpec, check_args, register
-from engine.runtime.windows.chunks import Ev, Out, load, load_ev, load_list, save, save_ev
 from engine.runtime.windows.javacompat import java_rem
+from engine.runtime.windows.shared import Ev, Out, load, load_ev, load_list, save, save_ev
 from engine.types import AttrType
 
 INT = (AttrType.INT,)
@@ -114,9 +114,22 @@ class LengthBatchWindow(_Batching):
         self.reset = load_ev(state["reset"])
 
 
+def processor_field(ctx: WindowContext, args: list[Any], initial: int) -> list[int]:
+    """A field Siddhi keeps in the window processor rather than in its per-partition state:
+    every partition instance of the query shares it. The cell lives with the runtime (its
+    scheduler), keyed by the query and the planned arguments all instances share."""
+    fields: dict[tuple[str, int], list[int]] = ctx.scheduler.__dict__.setdefault(
+        "_window_processor_fields", {}
+    )
+    return fields.setdefault((ctx.query, id(args)), [initial])
+
+
 class TimeBatchWindow(_Batching):
-    """Batches end every `span` ms from the first event (or aligned to `start.time`). Siddhi
-    keeps the next boundary outside its snapshot; here it is saved so a restore is exact."""
+    """Batches end every `span` ms from the first event (or aligned to `start.time`). As in
+    Siddhi, the next boundary is shared by the query's partition instances: an instance whose
+    first event comes after another's schedules no timer of its own and flushes only when an
+    event or timer of its own finds the shared boundary passed. Siddhi keeps the boundary out
+    of its snapshot; it is saved here so a restore is exact."""
 
     def __init__(self, ctx: WindowContext, args: list[Any]) -> None:
         super().__init__(ctx, args)
@@ -128,9 +141,17 @@ class TimeBatchWindow(_Batching):
                 self.stream = a
             else:
                 self.start_at = int(a)
-        self.next_emit = -1
+        self.shared = processor_field(ctx, args, -1)
         self.current: list[Ev] = []
         self.register_timer()
+
+    @property
+    def next_emit(self) -> int:
+        return self.shared[0]
+
+    @next_emit.setter
+    def next_emit(self, value: int) -> None:
+        self.shared[0] = value
 
     def process(self, chunk: Chunk) -> None:
         if self.next_emit == -1:
@@ -270,4 +291,6 @@ register(
         batch=True,
     )
 )
-register(WindowSpec("batch", BatchWindow, ((), (Param("window.length", INT),)), batch=True, check=_check_batch))
+register(
+    WindowSpec("batch", BatchWindow, ((), (Param("window.length", INT),)), batch=True, check=_check_batch)
+)

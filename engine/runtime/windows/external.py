@@ -18,8 +18,18 @@ from typing import Any
 from engine.errors import ProcessingError
 from engine.events import Chunk
 from engine.runtime.windows.base import Param, Window, WindowContext, WindowSpec, check_args, register
-from engine.runtime.windows.chunks import Ev, Out, load, load_ev, load_list, save, save_ev
-from engine.runtime.windows.javacompat import arg_types, attribute_index, java_rem
+from engine.runtime.windows.javacompat import java_rem
+from engine.runtime.windows.shared import (
+    Ev,
+    Out,
+    arg_types,
+    attribute_index,
+    load,
+    load_ev,
+    load_list,
+    save,
+    save_ev,
+)
 from engine.types import AttrType
 
 LONG = (AttrType.LONG,)
@@ -216,7 +226,10 @@ class ExternalTimeBatchWindow(Window):
 
 TS = Param("timestamp", LONG, attribute=True)
 TIME = Param("window.time", LONGS)
-TAIL = (Param("timeout", LONGS, optional=True), Param("replace.with.batchtime", (AttrType.BOOL,), optional=True))
+TAIL = (
+    Param("timeout", LONGS, optional=True),
+    Param("replace.with.batchtime", (AttrType.BOOL,), optional=True),
+)
 register(WindowSpec("externalTime", ExternalTimeWindow, ((TS, TIME),), check=_check_timestamp))
 register(
     WindowSpec(

@@ -2,20 +2,17 @@
 
 - `java_str`: `String.valueOf` of a Siddhi value (the keys of frequent and unique windows).
 - `java_hash`: `hashCode()` of a key object (`String`, `Integer`, `Long`, `Double`, ...).
+- `java_rem`: Java's `%` on longs (the sign follows the dividend).
 - `JavaMap`: a `HashMap` or `ConcurrentHashMap`, reproducing its iteration order: buckets
   by spread hash, insertion order within a bucket, when it resizes and, for the concurrent
   map, the order its resize leaves nodes in. Tree bins (8+ keys in one bucket) are not
   modelled.
-- `JChunk`: Siddhi's `ComplexEventChunk` linked list with its iterator state, which some
-  windows never reset (unique:length, session); `snapshot_chunks` saves such lists exactly.
-- `attribute_index` / `attribute_type`: which input attribute a parameter accessor reads.
 """
 
 from __future__ import annotations
 
-import re
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
@@ -23,7 +20,6 @@ from engine.types import AttrType, f32
 
 M32 = 0xFFFFFFFF
 M64 = 0xFFFFFFFFFFFFFFFF
-Row = tuple[Any, ...]
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -207,177 +203,6 @@ class JavaMap(Generic[K, V]):
             self.hashes[k] = h
             self.data[k] = value(v)
             self.table[self._bucket(h, self.cap)].append(k)
-
-
-# ---- ComplexEventChunk --------------------------------------------------------------------------
-
-
-class Node:
-    __slots__ = ("ts", "row", "next")
-
-    def __init__(self, ts: int, row: Row) -> None:
-        self.ts = ts
-        self.row = row
-        self.next: Node | None = None
-
-
-class JChunk:
-    """A `ComplexEventChunk`: `first`/`last` plus the iterator's `prev` (previousToLastReturned)
-    and `ret` (lastReturned), with Java's exact pointer updates, stale `last` included."""
-
-    __slots__ = ("first", "prev", "ret", "last")
-
-    def __init__(self) -> None:
-        self.first: Node | None = None
-        self.prev: Node | None = None
-        self.ret: Node | None = None
-        self.last: Node | None = None
-
-    @staticmethod
-    def tail(chain: Node) -> Node:
-        node = chain
-        while node.next is not None and node.next is not chain:
-            node = node.next
-        if node.next is chain:
-            node.next = None
-        return node
-
-    def add(self, chain: Node | None) -> None:
-        if self.first is None:
-            self.first = chain
-        else:
-            assert self.last is not None
-            self.last.next = chain
-        self.last = None if chain is None else self.tail(chain)
-
-    def poll(self) -> Node | None:
-        node = self.first
-        if node is not None:
-            self.first = node.next
-            node.next = None
-        return node
-
-    def has_next(self) -> bool:
-        if self.ret is not None:
-            return self.ret.next is not None
-        if self.prev is not None:
-            return self.prev.next is not None
-        return self.first is not None
-
-    def next(self) -> Node:
-        if self.ret is not None:
-            node = self.ret.next
-            self.prev = self.ret
-        elif self.prev is not None:
-            node = self.prev.next
-        else:
-            node = self.first
-        assert node is not None
-        self.ret = node
-        return node
-
-    def remove(self) -> None:
-        ret = self.ret
-        assert ret is not None
-        if self.prev is not None:
-            self.prev.next = ret.next
-        else:
-            self.first = ret.next
-            if self.first is None:
-                self.last = None
-        ret.next = None
-        self.ret = None
-
-    def insert_before_current(self, chain: Node) -> None:
-        assert self.ret is not None
-        end = self.tail(chain)
-        if self.prev is not None:
-            self.prev.next = chain
-        else:
-            self.first = chain
-        self.prev = end
-        end.next = self.ret
-
-    def clear(self) -> None:
-        self.first = self.prev = self.ret = self.last = None
-
-    def reset(self) -> None:
-        self.prev = self.ret = None
-
-    def __iter__(self) -> Iterator[Node]:
-        node = self.first
-        while node is not None:
-            yield node
-            node = node.next
-
-    def events(self) -> list[tuple[int, Row]]:
-        return [(n.ts, n.row) for n in self]
-
-
-def snapshot_chunks(chunks: list[JChunk]) -> Any:
-    """Every node reachable from any pointer of `chunks`, with the pointers as indices."""
-    ids: dict[int, int] = {}
-    nodes: list[Node] = []
-
-    def visit(node: Node | None) -> int:
-        start = node
-        while node is not None and id(node) not in ids:
-            ids[id(node)] = len(nodes)
-            nodes.append(node)
-            node = node.next
-        return -1 if start is None else ids[id(start)]
-
-    pointers = [[visit(c.first), visit(c.prev), visit(c.ret), visit(c.last)] for c in chunks]
-    table = [[n.ts, list(n.row), -1 if n.next is None else ids[id(n.next)]] for n in nodes]
-    return {"nodes": table, "chunks": pointers}
-
-
-def restore_chunks(state: Any) -> list[JChunk]:
-    nodes = [Node(ts, tuple(row)) for ts, row, _ in state["nodes"]]
-    for node, (_, _, nxt) in zip(nodes, state["nodes"], strict=True):
-        node.next = None if nxt < 0 else nodes[nxt]
-    out = []
-    for first, prev, ret, last in state["chunks"]:
-        c = JChunk()
-        c.first, c.prev, c.ret, c.last = (None if i < 0 else nodes[i] for i in (first, prev, ret, last))
-        out.append(c)
-    return out
-
-
-# ---- parameter accessors ------------------------------------------------------------------------
-
-_ROW_INDEX = re.compile(r"^\(?r\[(\d+)\]\)?$")
-
-
-def attribute_index(fn: Any) -> int | None:
-    """The input attribute position an attribute-parameter accessor reads, if it reads one."""
-    m = _ROW_INDEX.match(str(getattr(fn, "code", "")))
-    return int(m.group(1)) if m else None
-
-
-def attribute_type(fn: Any, types: list[AttrType]) -> AttrType | None:
-    i = attribute_index(fn)
-    return types[i] if i is not None and i < len(types) else None
-
-
-def value_type(value: Any) -> AttrType:
-    """The Siddhi type of a constant parameter value."""
-    if isinstance(value, bool):
-        return AttrType.BOOL
-    if isinstance(value, str):
-        return AttrType.STRING
-    if isinstance(value, int):
-        return AttrType.INT if -(2**31) <= value < 2**31 else AttrType.LONG
-    if isinstance(value, float):
-        return AttrType.DOUBLE
-    return AttrType.OBJECT
-
-
-def arg_types(args: list[Any], attribute_types: list[AttrType]) -> list[AttrType]:
-    """The Siddhi type of each prepared window argument (constants and accessors)."""
-    return [
-        (attribute_type(a, attribute_types) or AttrType.OBJECT) if callable(a) else value_type(a) for a in args
-    ]
 
 
 def java_rem(a: int, b: int) -> int:

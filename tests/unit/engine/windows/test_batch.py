@@ -118,6 +118,19 @@ def test_time_batch_count_restarts_with_each_batch() -> None:
     assert c.rows("Out", "current") == [("b", 2), ("c", 1)]
 
 
+def test_time_batch_partitions_share_the_next_boundary() -> None:
+    # Siddhi keeps nextEmitTime in the processor: partition b's first event finds a's
+    # boundary set, schedules nothing, and a's timers keep moving the boundary past b.
+    plan = (
+        "define stream S (sym string, v int); partition with (sym of S) begin "
+        "from S#window.timeBatch(1 sec) select sym, count() as n insert into Out; end;"
+    )
+    items = events("S", [A], start=1000) + events("S", [B], start=1500) + [{"time": 3000}]
+    items += events("S", [("b", 3)], start=3500) + [{"time": 6000}]
+    assert run(plan, items).rows("Out") == [("a", 1)]
+    assert_restore_equivalent(plan, items)
+
+
 def test_batch_window_makes_each_input_chunk_a_batch() -> None:
     h = Harness("batch", [], TYPES)
     h.send(1000, A, B)

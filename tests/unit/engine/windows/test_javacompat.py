@@ -4,17 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.runtime.windows.javacompat import (
-    JavaMap,
-    JChunk,
-    Node,
-    java_hash,
-    java_rem,
-    java_str,
-    restore_chunks,
-    snapshot_chunks,
-    string_hash,
-)
+from engine.runtime.windows.eventchunk import JChunk, Node, restore_chunks, snapshot_chunks
+from engine.runtime.windows.javacompat import JavaMap, java_hash, java_rem, java_str, string_hash
 from engine.types import AttrType, f32
 
 

@@ -49,7 +49,7 @@ def test_unique_length_expires_the_replaced_event_or_the_oldest() -> None:
     assert out[4] == [(1004, "E", ("b", 2)), (1004, "C", ("d", 5))]
 
 
-def test_unique_length_keeps_sidhis_stale_iterator() -> None:
+def test_unique_length_keeps_siddhis_stale_iterator() -> None:
     # Replacing the newest event leaves Siddhi's chunk with a stale tail and iterator: the
     # next replacement finds nothing to remove and a1 is expired a second time later.
     h = Harness("unique:length", [attr(0), 2], TYPES)
