@@ -178,7 +178,130 @@ def w_chain(n: int, size: int) -> tuple[str, Any, Any]:
     return "(e) 4-query chain", lambda: run_engine(plan, "S", "D", batches), floor
 
 
-WORKLOADS = {"a": w_filter, "b": w_sliding_avg, "c": w_time_sum, "d": w_length_batch, "e": w_chain}
+def w_pattern(n: int, size: int) -> tuple[str, Any, Any]:
+    rng = random.Random(6)
+    rows = [(rng.randrange(1000), rng.random() * 100.0) for _ in range(n)]
+    ts = [1000 + i for i in range(n)]
+    batches = chunks(rows, ts, size)
+    plan = """
+    define stream S (k int, v double);
+    partition with (k of S) begin
+      from every e1=S -> e2=S[e1.k == k and v > e1.v + 5] within 10 sec
+      select e1.k as k, e1.v as v1, e2.v as v2 insert into Out;
+    end;
+    """
+
+    def floor() -> list[Any]:
+        pending: dict[int, list[tuple[int, float]]] = {}
+        out: list[Any] = []
+        for rows_, ts_ in batches:
+            for t, (k, v) in zip(ts_, rows_, strict=True):
+                waiting = pending.get(k)
+                if waiting is None:
+                    waiting = pending[k] = []
+                keep = []
+                for t1, v1 in waiting:
+                    if t - t1 > 10_000:
+                        continue
+                    if v > v1 + 5:
+                        out.append((k, v1, v))
+                    else:
+                        keep.append((t1, v1))
+                keep.append((t, v))
+                pending[k] = keep
+        return out
+
+    return "(f) pattern in partition, 1000 keys", lambda: run_engine(plan, "S", "Out", batches), floor
+
+
+def w_join(n: int, size: int) -> tuple[str, Any, Any]:
+    rng = random.Random(7)
+    rows = [(rng.randrange(100), i) for i in range(n)]
+    ts = [1000 + i for i in range(n)]
+    half = size // 2
+    batches = []
+    for i in range(0, n, size):
+        batches.append(("A", rows[i : i + half], ts[i : i + half]))
+        batches.append(("B", rows[i + half : i + size], ts[i + half : i + size]))
+    plan = """
+    define stream A (k int, x long); define stream B (k int, y long);
+    from A#window.length(100) join B#window.length(100) on A.k == B.k
+    select A.x, B.y insert into Out;
+    """
+
+    def engine_run() -> tuple[float, list[Any]]:
+        rt = engine.compile(plan, start_time=1000)
+        got: list[Any] = []
+        rt.subscribe_chunks("Out", lambda _s, c: got.extend(c.rows))
+        t0 = time.perf_counter()
+        for stream, rows_, ts_ in batches:
+            rt.send(stream, rows_, timestamps=ts_)
+        return time.perf_counter() - t0, got
+
+    def floor() -> list[Any]:
+        wa: deque[tuple[int, int]] = deque()
+        wb: deque[tuple[int, int]] = deque()
+        out: list[Any] = []
+        for stream, rows_, _ in batches:
+            mine, other = (wa, wb) if stream == "A" else (wb, wa)
+            for r in rows_:
+                mine.append(r)
+                if len(mine) > 100:
+                    mine.popleft()
+                k = r[0]
+                if stream == "A":
+                    out.extend((r[1], o[1]) for o in other if o[0] == k)
+                else:
+                    out.extend((o[1], r[1]) for o in other if o[0] == k)
+        return out
+
+    return "(g) length(100) stream-stream join", engine_run, floor
+
+
+def w_upsert(n: int, size: int) -> tuple[str, Any, Any]:
+    rng = random.Random(8)
+    rows = [(rng.randrange(10_000), rng.random()) for _ in range(n)]
+    ts = [1000 + i for i in range(n)]
+    batches = chunks(rows, ts, size)
+    plan = """
+    define stream S (k int, v double);
+    @PrimaryKey('k') define table T (k int, v double);
+    from S update or insert into T on T.k == k;
+    define stream Q (x int);
+    from Q join T select T.k, T.v insert into Out;
+    """
+
+    def engine_run() -> tuple[float, list[Any]]:
+        rt = engine.compile(plan, start_time=1000)
+        got: list[Any] = []
+        rt.subscribe_chunks("Out", lambda _s, c: got.extend(c.rows))
+        t0 = time.perf_counter()
+        for rows_, ts_ in batches:
+            rt.send("S", rows_, timestamps=ts_)
+        elapsed = time.perf_counter() - t0
+        rt.send("Q", [(0,)], timestamps=ts[-1])
+        return elapsed, got
+
+    def floor() -> list[Any]:
+        table: dict[int, tuple[int, float]] = {}
+        for rows_, _ in batches:
+            for r in rows_:
+                table[r[0]] = r
+        return [table[k] for k in sorted(table)]
+
+    return "(h) update or insert, 10k keys", engine_run, floor
+
+
+WORKLOADS = {
+    "a": w_filter,
+    "b": w_sliding_avg,
+    "c": w_time_sum,
+    "d": w_length_batch,
+    "e": w_chain,
+    "f": w_pattern,
+    "g": w_join,
+    "h": w_upsert,
+}
 
 
 def main() -> int:

@@ -11,6 +11,7 @@ Siddhi's semantics: any comparison with a null is false; arithmetic with a null 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,7 @@ from engine.types import NUMERIC_TYPES, AttrType, widest
 if TYPE_CHECKING:
     from engine.plan.scope import Scope, Source
 
+_PEV_EDGE = re.compile(r"^_pev\(((?:p|r)\[\d+\]), (-1|0)\)$")
 _ARITH = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod"}
 _COMPARE = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 
@@ -223,7 +225,10 @@ class ExpressionCompiler:
         kind = src.type_of(i)
         if src.indexed_row is not None:
             row = src.indexed_row(v.index)
-            return Compiled(f"{row}[{i}]", f"_s_get({row}, {i})", kind)
+            # the fast path reads the first or last event of a state's chain by plain
+            # indexing (a missing state raises TypeError: the safe path then runs)
+            fast_row = _PEV_EDGE.sub(r"\1[\2][1]", row)
+            return Compiled(f"{fast_row}[{i}]", f"_s_get({row}, {i})", kind)
         if v.index is not None:
             return self.error(f"'{v.stream}' is not a counting state; it cannot be indexed", v.span)
         if src.nullable:

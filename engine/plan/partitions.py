@@ -14,7 +14,11 @@ from engine.plan.scope import Scope, Source
 from engine.query.definitions import find_annotation
 from engine.query.queries import Partition, RangePartition
 from engine.runtime.junction import Junction
+from engine.events import Chunk
+from engine.runtime.keyed_followed_by import KeyedFollowedBy
 from engine.runtime.partition import PartitionInstance, PartitionRuntime, owner_prefix
+
+FUSE = True  # tests switch this off to compare the fused operator with per-key instances
 from engine.types import AttrType
 
 if TYPE_CHECKING:
@@ -24,24 +28,61 @@ if TYPE_CHECKING:
 @dataclass
 class PartitionPlan:
     name: str
-    key_sources: dict[str, str]  # stream -> generated key function source
+    key_sources: dict[str, str]  # stream -> generated router source
     templates: list[QueryTemplate]
     inner: dict[str, StreamInfo]
     namespace: dict[str, Any]
     purge: tuple[int, int] | None
+    value_key: str | None = None  # code of the key when the partition is one value key
 
-    def build(self, env: Env, junctions: dict[str, Junction]) -> PartitionRuntime:
-        key_functions = {}
+    def _fused(self, env: Env, junctions: dict[str, Junction], consumed: set[str]) -> KeyedFollowedBy | None:
+        fb = _fusable(self) if FUSE else None
+        if fb is None:
+            return None
+        stream = next(iter(self.key_sources))
+        selector = fb["selector"].code.instance()
+        out = fb["output"](env)
+
+        def select(partials: list[Any]) -> None:
+            res = selector.process(Chunk([p[2] for p in partials], partials))
+            if res is not None:
+                out(res)
+
+        op = KeyedFollowedBy(
+            self.name,
+            self.value_key or "None",
+            fb["f1"],
+            fb["f2"],
+            fb["f1_fast"],
+            fb["f2_fast"],
+            fb["within"],
+            select,
+            fb["project_fast"],
+            out,
+            self.templates[0].output_stream not in consumed,
+            env.scheduler,
+            env.now,
+            self.purge,
+            self.namespace,
+        )
+        junctions[stream].receivers.append(op.receive)
+        return op
+
+    def build(self, env: Env, junctions: dict[str, Junction], consumed: set[str] | None = None) -> Any:
+        fused = self._fused(env, junctions, consumed or set())
+        if fused is not None:
+            return fused
+        routers = {}
         for stream, src in self.key_sources.items():
             ns = dict(self.namespace)
-            exec(compile(src, f"<partition {self.name} key>", "exec"), ns)  # noqa: S102 - generated
-            key_functions[stream] = ns["key"]
+            exec(compile(src, f"<partition {self.name} router>", "exec"), ns)  # noqa: S102 - generated
+            routers[stream] = ns["route"]
         outer_streams: list[str] = []
         for t in self.templates:
             for stream, inner in t.input_streams:
                 if not inner and stream not in outer_streams:
                     outer_streams.append(stream)
-        unpartitioned = {s for s in outer_streams if s not in key_functions}
+        unpartitioned = {s for s in outer_streams if s not in routers}
 
         def build_instance(key: Any, inst: PartitionInstance) -> None:
             inner_junctions = {n: Junction(n, i.names, i.types) for n, i in self.inner.items()}
@@ -60,20 +101,62 @@ class PartitionPlan:
                     if inp.inner:
                         inner_junctions[inp.stream].receivers.append(inp.receive)
                     else:
-                        j = inst.junctions.get(inp.stream)
-                        if j is None:
-                            g = env.junctions[inp.stream]
-                            j = inst.junctions[inp.stream] = Junction(inp.stream, g.names, g.types)
-                        j.receivers.append(inp.receive)
+                        inst.inputs.setdefault(inp.stream, []).append(inp.receive)
                 inst.states[t.name] = built.states
                 inst.starters.extend(built.start)
 
-        runtime = PartitionRuntime(
-            self.name, key_functions, build_instance, env.scheduler, env.now, self.purge, unpartitioned
-        )
+        runtime = PartitionRuntime(self.name, routers, build_instance, env.scheduler, env.now, self.purge, unpartitioned)
         for stream in outer_streams:
             junctions[stream].receivers.append(runtime.receiver(stream))
         return runtime
+
+
+def _fusable(plan: PartitionPlan) -> dict[str, Any] | None:
+    """The partition is one value key over S and one `every e1=S -> e2=S` query on S."""
+    if len(plan.templates) != 1 or len(plan.key_sources) != 1 or plan.value_key is None:
+        return None
+    fb = plan.templates[0].extras.get("followed_by")
+    if fb is None or fb["inner"] or fb["fill"]:
+        return None
+    stream = next(iter(plan.key_sources))
+    if fb["streams"] != (stream, stream):
+        return None
+    return fb  # type: ignore[no-any-return]
+
+
+def _value_router(key: str) -> str:
+    """Runs of consecutive events with one key go together; a null key drops the event."""
+    return f"""
+def route(chunk, deliver):
+    run_key = None
+    run_ts = []
+    run_rows = []
+    for t, r in zip(chunk.ts, chunk.rows):
+        k = {key}
+        if k is None:
+            continue
+        if run_rows and k == run_key:
+            run_ts.append(t)
+            run_rows.append(r)
+        else:
+            if run_rows:
+                deliver(run_key, run_ts, run_rows)
+            run_key = k
+            run_ts = [t]
+            run_rows = [r]
+    if run_rows:
+        deliver(run_key, run_ts, run_rows)
+"""
+
+
+def _range_router(conds: list[tuple[str, str]]) -> str:
+    """An event goes to every range whose condition holds, in declared order."""
+    tests = "\n".join(f"        if {code}:\n            deliver({label!r}, [t], [r])" for code, label in conds)
+    return f"""
+def route(chunk, deliver):
+    for t, r in zip(chunk.ts, chunk.rows):
+{tests}
+"""
 
 
 def _time(text: str | None, what: str) -> int:
@@ -98,6 +181,7 @@ def plan_partition(planner: Planner, partition: Partition) -> PartitionPlan:
     comp = ctx.compiler()
     name = f"partition{len(planner.partitions) + 1}"
     key_sources: dict[str, str] = {}
+    value_keys: list[str] = []
     for pt in partition.partition_with:
         info = ctx.streams.get(pt.stream)
         if info is None:
@@ -114,11 +198,11 @@ def plan_partition(planner: Planner, partition: Partition) -> PartitionPlan:
                 if c.type is not AttrType.BOOL:
                     comp.error("a range partition needs a bool condition", expr.span)
                 conds.append((comp.as_bool(c).safe, label))
-            body = "\n".join(f"    if {code}:\n        out.append({label!r})" for code, label in conds)
-            key_sources[pt.stream] = f"def key(t, r):\n    out = []\n{body}\n    return out\n"
+            key_sources[pt.stream] = _range_router([(code, label) for code, label in conds])
         else:
             c = comp.compile(pt.expr, scope)
-            key_sources[pt.stream] = f"def key(t, r):\n    return [{c.safe}]\n"
+            key_sources[pt.stream] = _value_router(c.safe)
+            value_keys.append(c.safe)
     purge = None
     ann = find_annotation(partition.annotations, "purge")
     if ann is not None and (ann.get("enable", "true") or "true").lower() == "true":
@@ -138,4 +222,5 @@ def plan_partition(planner: Planner, partition: Partition) -> PartitionPlan:
             failed = True
     if failed:
         raise PlanError
-    return PartitionPlan(name, key_sources, templates, inner, ctx.namespace, purge)
+    value_key = value_keys[0] if len(value_keys) == 1 and len(partition.partition_with) == 1 else None
+    return PartitionPlan(name, key_sources, templates, inner, ctx.namespace, purge, value_key)

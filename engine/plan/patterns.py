@@ -41,6 +41,7 @@ from engine.query.queries import (
     StreamFunction,
     StreamState,
 )
+from engine.runtime.followed_by import FollowedBy
 from engine.runtime.pattern import AbsentNode, CountNode, LogicalNode, Machine, Node
 from engine.runtime.query import CallbackStage, Stage
 
@@ -60,6 +61,7 @@ class Leaf:
     logical: str | None = None  # "and"/"or" when a side of a logical
     partner: int | None = None
     filter_src: str | None = None
+    filter_fast: str | None = None
 
 
 @dataclass
@@ -200,6 +202,7 @@ class _Planner:
             cond = compile_filter_condition(self.comp, si.handlers, scope)
             if cond is not None:
                 leaf.filter_src = _filter_source(cond)
+                leaf.filter_fast = _fast_access(cond.fast)
 
 
 def _filter_source(cond: Compiled) -> str:
@@ -277,8 +280,21 @@ def plan_state_query(ctx: PlanContext, query: Query, name: str, inner: dict[str,
     sequence = si.kind == "sequence"
     start_ids = list(root.first)
     element = si.root
+    fast = _followed_by_shape(si, leaves) if FAST_PATHS else False
 
-    def build_machine(env: Env, prefix: str) -> Machine:
+    def build_machine(env: Env, prefix: str) -> Machine | FollowedBy:
+        if fast:
+            e1, e2 = leaves
+            fb = FollowedBy(
+                e1.stream,
+                e2.stream,
+                filters[e1.sid],
+                filters[e2.sid],
+                si.within_ms,
+                "p[1]" in (e2.filter_src or ""),
+            )
+            fb.bind_within_timer(env.scheduler, f"{prefix}within")
+            return fb
         m = Machine(len(leaves), sequence, si.within_ms, start_ids)
         nodes: list[Node] = []
         for leaf in leaves:
@@ -320,6 +336,7 @@ def plan_state_query(ctx: PlanContext, query: Query, name: str, inner: dict[str,
         m.bind_within_timer(env.scheduler, f"{prefix}within")
         for sid in _registration_order(element):
             m.receivers.setdefault(leaves[sid].stream, []).append(nodes[sid])
+        m.backwards = {s: list(reversed(ns)) for s, ns in m.receivers.items()}
         if sequence:
             m.root_reset = _resetter(element, nodes)
             m.root_update = _updater(element, nodes)
@@ -363,7 +380,70 @@ def plan_state_query(ctx: PlanContext, query: Query, name: str, inner: dict[str,
 
     out = query.output
     target = out.target if isinstance(out, InsertInto) else None
-    return QueryTemplate(name, target, isinstance(out, InsertInto) and out.inner, build, streams)
+    template = QueryTemplate(name, target, isinstance(out, InsertInto) and out.inner, build, streams)
+    plain_selection = (
+        not sel.has_aggregates
+        and not sel.group_by
+        and query.selector.having is None
+        and not query.selector.order_by
+        and query.selector.limit is None
+        and query.selector.offset is None
+        and current_on
+        and not expired_on
+    )
+    if fast and limiter is None and plain_selection and isinstance(out, InsertInto) and not out.inner:
+        e1, e2 = leaves
+        template.extras["followed_by"] = {
+            "streams": (e1.stream, e2.stream),
+            "inner": e1.inner or e2.inner,
+            "f1": filters[e1.sid],
+            "f2": filters[e2.sid],
+            "within": si.within_ms,
+            "fill": "p[1]" in (e2.filter_src or ""),
+            "selector": sel,
+            "output": output,
+            "f1_fast": _inline_rows(e1.filter_fast),
+            "f2_fast": _inline_rows(e2.filter_fast),
+            "project_fast": _inline_projection(sel.projection_fast),
+        }
+    return template
+
+
+FAST_PATHS = True  # tests switch this off to compare the fast paths with the general machine
+
+
+def _followed_by_shape(si: StateInput, leaves: list[Leaf]) -> bool:
+    """`every e1=A[..] -> e2=B[..] [within T]`: plain stream states, a pattern."""
+    root = si.root
+    return (
+        si.kind == "pattern"
+        and isinstance(root, NextState)
+        and isinstance(root.first, EveryState)
+        and type(root.first.inner) is StreamState
+        and type(root.then) is StreamState
+        and len(leaves) == 2
+        and all(leaf.kind == "stream" and leaf.logical is None for leaf in leaves)
+    )
+
+
+def _inline_projection(fast: list[str]) -> str | None:
+    """A plain projection over matched (t1, r1, t, r2) tuples, or None if it reads more."""
+    import re
+
+    parts = []
+    for code in fast:
+        code = code.replace("r[0][0][1]", "r1").replace("r[1][0][1]", "r2").replace("r[-1]", "t")
+        if re.search(r"\br\[", code) or "_pev(" in code or "_pts(" in code:
+            return None
+        parts.append(code)
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def _inline_rows(fast: str | None) -> str | None:
+    """A filter's fast code with the opening event's row as `r1` (for fused loops)."""
+    if fast is None:
+        return None
+    return fast.replace("p[0][-1][1]", "r1").replace("p[0][0][1]", "r1")
 
 
 def _registration_order(e: StateElement) -> list[int]:

@@ -233,8 +233,11 @@ class Planner:
 
                 states.register(f"query/{template.name}", snap, restore)
             starters.extend(built.start)
+        consumed = {s for t in self.templates for s, _ in t.input_streams}
         for partition in self.partitions:
-            part_rt = partition.build(env, junctions)
+            consumed |= {s for t in partition.templates for s, inner in t.input_streams if not inner}
+        for partition in self.partitions:
+            part_rt = partition.build(env, junctions, consumed)
             states.register(f"partition/{partition.name}", part_rt.snapshot, part_rt.restore)
             starters.extend(part_rt.starters)
         name = self.app.name or "plan"

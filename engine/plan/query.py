@@ -60,6 +60,7 @@ class QueryTemplate:
     output_inner: bool
     build: Callable[[Env], Built]
     input_streams: list[tuple[str, bool]]
+    extras: dict[str, Any] = field(default_factory=dict)  # what fused operators may reuse
 
 
 def query_name(ctx: PlanContext, query: Query) -> str:

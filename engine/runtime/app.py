@@ -135,6 +135,7 @@ class Runtime:
                 if not self._started:
                     self._start(ts[0] if self._start_time is None else self._start_time)
                 self._clock.observe(ts[-1])
+                self._scheduler.floor = min(ts) if not uniform else ts[0]
                 self._scheduler.fire_until(self._clock.now())
             else:
                 self._scheduler.fire_until(self._clock.now())
@@ -156,13 +157,16 @@ class Runtime:
                 if not self._started:
                     self._start(t if self._start_time is None else self._start_time)
                 self._clock.observe(t)
+                self._scheduler.floor = self._clock.now()
                 self._scheduler.fire_until(self._clock.now())
             else:
+                self._scheduler.floor = self._clock.now()
                 self._scheduler.fire_until(self._clock.now())
 
     def tick(self) -> int | None:
         """Wall clock: fire due timers now; returns the next due time (ms) or None."""
         with self._lock:
+            self._scheduler.floor = self._clock.now()
             self._scheduler.fire_until(self._clock.now())
             return self._scheduler.next_due()
 

@@ -49,6 +49,9 @@ class Scheduler:
         self._heap: list[tuple[int, int, str]] = []
         self._seq = itertools.count()
         self._owners: dict[str, TimerCallback] = {}
+        # The earliest timestamp an event may still carry when timers fire: timers fired
+        # ahead of a chunk spanning several timestamps must not assume the chunk's end.
+        self.floor: int | None = None
 
     def register(self, owner: str, callback: TimerCallback) -> str:
         """Register a timer owner; ids are made unique and must be stable for a plan."""

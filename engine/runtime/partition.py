@@ -10,17 +10,16 @@ from typing import Any
 
 from engine.events import Chunk
 from engine.runtime.clock import Scheduler, Timer
-from engine.runtime.junction import Junction
 
-KeyFn = Callable[[int, tuple[Any, ...]], list[Any]]  # (ts, row) -> keys (a range may give several)
+Router = Callable[[Chunk, Callable[[Any, list[int], list[tuple[Any, ...]]], None]], None]
 
 
 class PartitionInstance:
-    __slots__ = ("key", "junctions", "states", "last_used", "starters")
+    __slots__ = ("key", "inputs", "states", "last_used", "starters")
 
     def __init__(self, key: Any) -> None:
         self.key = key
-        self.junctions: dict[str, Junction] = {}  # this instance's view of each stream it reads
+        self.inputs: dict[str, list[Callable[[Chunk], None]]] = {}  # stream -> query receivers
         self.states: dict[str, dict[str, Any]] = {}  # query name -> stateful parts
         self.last_used = 0
         self.starters: list[Callable[[], None]] = []
@@ -30,7 +29,7 @@ class PartitionRuntime:
     def __init__(
         self,
         name: str,
-        key_functions: dict[str, KeyFn],
+        routers: dict[str, Router],
         build_instance: Callable[[Any, PartitionInstance], None],
         scheduler: Scheduler,
         now: Callable[[], int],
@@ -38,7 +37,7 @@ class PartitionRuntime:
         unpartitioned: set[str],
     ) -> None:
         self.name = name
-        self.key_functions = key_functions
+        self.routers = routers
         self.build_instance = build_instance
         self.instances: dict[Any, PartitionInstance] = {}
         self.scheduler = scheduler
@@ -63,47 +62,28 @@ class PartitionRuntime:
     # ---- routing --------------------------------------------------------------------
 
     def receiver(self, stream: str) -> Callable[[Chunk], None]:
-        key_fn = self.key_functions.get(stream)
-        if key_fn is None:
+        router = self.routers.get(stream)
+        if router is None:
             return lambda chunk: self._broadcast(stream, chunk)
-        return lambda chunk: self._route(stream, key_fn, chunk)
 
-    def _route(self, stream: str, key_fn: KeyFn, chunk: Chunk) -> None:
-        """Send runs of consecutive events with the same key to that key's instance."""
-        now = self.now()
-        run_key: Any = _NO_KEY
-        run_ts: list[int] = []
-        run_rows: list[tuple[Any, ...]] = []
-        for t, row in zip(chunk.ts, chunk.rows, strict=True):
-            keys = key_fn(t, row)
-            if len(keys) == 1 and keys[0] == run_key:
-                run_ts.append(t)
-                run_rows.append(row)
-                continue
-            if run_rows:
-                self._deliver(stream, run_key, run_ts, run_rows, now)
-            run_key, run_ts, run_rows = _NO_KEY, [], []
-            if len(keys) == 1:
-                run_key, run_ts, run_rows = keys[0], [t], [row]
-            else:
-                for key in keys:
-                    self._deliver(stream, key, [t], [row], now)
-        if run_rows:
-            self._deliver(stream, run_key, run_ts, run_rows, now)
+        def deliver(key: Any, ts: list[int], rows: list[tuple[Any, ...]]) -> None:
+            inst = self.instances.get(key)
+            if inst is None:
+                inst = self.instance(key)
+            inst.last_used = ts[-1]
+            receivers = inst.inputs.get(stream)
+            if receivers:
+                chunk = Chunk(ts, rows, None, None, len(ts) == 1)
+                for receive in receivers:
+                    receive(chunk)
 
-    def _deliver(self, stream: str, key: Any, ts: list[int], rows: list[tuple[Any, ...]], now: int) -> None:
-        inst = self.instance(key)
-        inst.last_used = now
-        junction = inst.junctions.get(stream)
-        if junction is not None:
-            junction.publish(Chunk(ts, rows))
+        return lambda chunk: router(chunk, deliver)
 
     def _broadcast(self, stream: str, chunk: Chunk) -> None:
         """A stream the partition does not key: every existing instance sees it."""
         for inst in list(self.instances.values()):
-            junction = inst.junctions.get(stream)
-            if junction is not None:
-                junction.publish(chunk)
+            for receive in inst.inputs.get(stream, ()):
+                receive(chunk)
 
     # ---- purge ----------------------------------------------------------------------
 
@@ -149,16 +129,6 @@ class PartitionRuntime:
                 for k, obj in parts.items():
                     if k in saved:
                         obj.restore(saved[k])
-
-
-class _NoKey:
-    def __eq__(self, other: object) -> bool:
-        return False
-
-    __hash__ = object.__hash__
-
-
-_NO_KEY = _NoKey()
 
 
 def _owner_prefix(name: str, key: Any) -> str:

@@ -71,7 +71,7 @@ class Node:
 
     def update_state(self) -> None:
         if self.staging:
-            self.staging.sort(key=lambda q: q[-1] == -1)  # stable: unstamped partials last
+            self.staging.sort(key=lambda q: (q[-1] == -1, q[-1]))  # by time; unstamped last
             self.pending.extend(self.staging)
             self.staging = []
 
@@ -498,9 +498,11 @@ class Machine:
         self.start_ids = start_ids
         self.nodes: list[Node] = []
         self.receivers: dict[str, list[Node]] = {}
+        self.backwards: dict[str, list[Node]] = {}  # receivers, later states first
         self.returned: list[Partial] = []
         self.reset_requested: list[Node] = []
         self.emit: Callable[[list[Partial]], None] = lambda ps: None
+        self.scheduler: Scheduler | None = None
         self.root_reset: Callable[[], None] = lambda: None
         self.root_update: Callable[[], None] = lambda: None
         self.within_timer: Timer | None = None
@@ -509,9 +511,10 @@ class Machine:
     def bind_within_timer(self, scheduler: Scheduler, owner: str) -> None:
         """`within` also expires partial matches when the clock passes, with no event."""
         if self.within is not None:
+            self.scheduler = scheduler
             self.within_timer = Timer(scheduler, owner, self._on_within)
 
-    def _schedule_within(self) -> None:
+    def _schedule_within(self, now: int | None = None) -> None:
         if self.within_timer is None or self.within is None:
             return
         oldest: int | None = None
@@ -525,6 +528,8 @@ class Machine:
         if oldest is None:
             return
         due = oldest + self.within + 1
+        if now is not None and due <= now:
+            due = now + 1  # still valid for events not yet processed: look again later
         if self.within_due is None or due < self.within_due:
             self.within_due = due
             self.within_timer.at(due)
@@ -533,9 +538,11 @@ class Machine:
         if due != self.within_due:
             return
         self.within_due = None
+        floor = self.scheduler.floor if self.scheduler is not None else None
+        t = now if floor is None else min(now, floor)
         for node in self.nodes:
-            node.expire(now)
-        self._schedule_within()
+            node.expire(t)
+        self._schedule_within(now)
 
     def expired(self, p: Partial, t: int) -> bool:
         within = self.within
@@ -563,26 +570,34 @@ class Machine:
 
     def receive(self, stream: str, chunk: Chunk) -> None:
         nodes = self.receivers[stream]
+        backwards = self.backwards[stream]
+        all_nodes = self.nodes
+        within = self.within
+        sequence = self.sequence
         returned: list[Partial] = []
         for ev in zip(chunk.ts, chunk.rows, strict=True):
             t = ev[0]
-            for node in self.nodes:
-                node.expire(t)
-            if self.sequence:
+            if within is not None and (self.within_due is None or t >= self.within_due):
+                for node in all_nodes:
+                    node.expire(t)
+            if sequence:
                 self.root_reset()
                 self.root_update()
             else:
                 for node in nodes:
-                    node.update_state()
+                    if node.staging:
+                        node.update_state()
             self.returned = []
-            for node in reversed(nodes):
-                node.process(ev)
+            for node in backwards:
+                if node.pending:
+                    node.process(ev)
             if self.reset_requested:
                 for node in self.reset_requested:
                     node.init()
                 self.reset_requested = []
-            returned.extend(self.returned)
-            self.returned = []
+            if self.returned:
+                returned.extend(self.returned)
+                self.returned = []
         if self.within_timer is not None and self.within_due is None:
             self._schedule_within()  # later partials start later: the pending timer covers them
         if returned:

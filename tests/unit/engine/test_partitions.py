@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import random
+
+import pytest
+
 import engine
+from engine.plan import partitions
 from tests.support.replaying import assert_restore_equivalent, events, run
 
 
@@ -69,4 +74,41 @@ def test_partition_state_restores_exactly() -> None:
         "from S#window.time(1 sec) select k, sum(v) as t insert all events into Out; end;"
     )
     items = events("S", [("a", 1), ("b", 10), ("a", 2), ("b", 20)], step=400) + [{"time": 4000}]
+    assert_restore_equivalent(plan, items)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "from every e1=S -> e2=S[e1.k == k and v > e1.v + 5] within 20 milliseconds select e1.k as k, e1.v as a, e2.v as b insert into Out;",
+        "from every e1=S[v > 10] -> e2=S[v < e1.v] select e2.k as k, e1.v as a, e2.v as b, eventTimestamp() as ts insert into Out;",
+        "from every e1=S -> e2=S[v == e1.v] within 50 milliseconds select e2.v * 2 as twice insert into Out; from Out select twice insert into Again;",
+    ],
+)
+def test_fused_keyed_followed_by_matches_per_key_instances(query: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(len(query))
+    items: list[dict] = []
+    t = 1000
+    for _ in range(400):
+        t += rng.choice([0, 1, 2, 7, 30])
+        value = rng.choice([None, *range(40)]) if rng.random() < 0.05 else rng.randrange(40)
+        items.append({"stream": "S", "timestamp": t, "data": [rng.choice(["a", "b", "c", None]), value]})
+        if rng.random() < 0.03:
+            t += 100
+            items.append({"time": t})
+    head, _, rest = query.partition(";")
+    plan = f"define stream S (k string, v int); @purge(enable='true', interval='50 milliseconds', idle.period='80 milliseconds') partition with (k of S) begin {head}; end;{rest}"
+    results = []
+    for fuse in (True, False):
+        monkeypatch.setattr(partitions, "FUSE", fuse)
+        results.append(run(plan, items).records)
+    assert results[0] == results[1] and results[0]
+
+
+def test_fused_partition_state_restores_exactly() -> None:
+    plan = (
+        "define stream S (k string, v int); partition with (k of S) begin "
+        "from every e1=S -> e2=S[v > e1.v] within 1 sec select e1.v as a, e2.v as b insert into Out; end;"
+    )
+    items = events("S", [("a", 1), ("b", 5), ("a", 2), ("b", 7), ("a", 0), ("a", 9)], step=300) + [{"time": 9000}]
     assert_restore_equivalent(plan, items)

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import random
+
+import pytest
+
 import engine
+from engine.plan import patterns
 from tests.support.replaying import assert_restore_equivalent, run
 
 DEFS = "define stream A (v int); define stream B (v int); define stream C (v int);\n"
@@ -34,14 +39,54 @@ def test_conditions_refer_to_earlier_states() -> None:
     assert c.rows("Out") == [(10, 15)]
 
 
-def test_within_expires_partial_matches_on_the_clock_alone() -> None:
+@pytest.fixture(params=[True, False], ids=["fast-path", "general-machine"])
+def fast_paths(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    monkeypatch.setattr(patterns, "FAST_PATHS", request.param)
+    return bool(request.param)
+
+
+def open_matches(rt: engine.Runtime) -> int:
+    state = engine.runtime.state.decode(rt.snapshot())["states"]["query/query1"]["pattern"]
+    if "open" in state:
+        return len(state["open"])
+    return sum(1 for p in state["partials"] if p[0] is not None)
+
+
+def test_within_expires_partial_matches_on_the_clock_alone(fast_paths: bool) -> None:
     plan = DEFS + "from every e1=A -> e2=B within 1 sec select e1.v as a, e2.v as b insert into Out;"
     rt = engine.compile(plan, start_time=1000)
     rt.send("A", [(1,)], timestamps=1000)
-    pending = lambda: engine.runtime.state.decode(rt.snapshot())["states"]["query/query1"]["pattern"]["partials"]  # noqa: E731
-    assert any(p[0] is not None for p in pending())
+    assert open_matches(rt) == 1
     rt.advance_to(2500)  # no event: the clock alone
-    assert all(p[0] is None for p in pending())
+    assert open_matches(rt) == 0
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "every e1=A -> e2=A[v > e1.v + 5]",
+        "every e1=A[v > 20] -> e2=B[v < e1.v] within 30",
+        "every e1=A -> e2=B",
+        "every e1=A[v % 2 == 0] -> e2=A[e1.v == v] within 50",
+    ],
+)
+def test_fast_path_matches_the_general_machine(pattern: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(hash(pattern) & 0xFFFF)
+    items = []
+    t = 1000
+    for _ in range(300):
+        t += rng.choice([0, 1, 3, 10, 40])
+        items.append(ev(rng.choice("AB"), t, rng.randrange(50)))
+        if rng.random() < 0.05:
+            items.append({"time": t + rng.randrange(100)})
+            t = items[-1]["time"]
+    within = " within 40" if "within" not in pattern else ""
+    plan = DEFS + f"from {pattern.replace(' within 30', ' within 30 milliseconds').replace(' within 50', ' within 50 milliseconds')}{within.replace('40', '40 milliseconds')} select e1.v as a, e2.v as b insert into Out;"
+    results = []
+    for flag in (True, False):
+        monkeypatch.setattr(patterns, "FAST_PATHS", flag)
+        results.append(run(plan, items).records)
+    assert results[0] == results[1] and results[0]
 
 
 def test_within_rejects_late_completions() -> None:
