@@ -304,12 +304,76 @@ WORKLOADS = {
 }
 
 
+MEMORY_PLAN = """
+define stream S (k long, v double);
+{purge}
+partition with (k of S) begin
+  from S#window.length(10) select k, avg(v) as a insert into Out;
+end;
+"""
+
+
+def memory_probe(purge: bool, events: int, keys: int) -> None:
+    """Run in a subprocess: stream `events` over `keys` distinct keys (each key is active for
+    a short while, then never seen again) and print the peak RSS and live partition keys."""
+    import resource
+
+    from engine.runtime import state
+
+    annotation = "@purge(enable='true', interval='1 sec', idle.period='2 sec')" if purge else ""
+    rt = engine.compile(MEMORY_PLAN.format(purge=annotation), start_time=0)
+    per_key = max(1, events // keys)
+    t = 0
+    batch: list[tuple[Any, ...]] = []
+    for i in range(events):
+        batch.append((i // per_key, float(i)))
+        if len(batch) == 1000:
+            t += 10
+            rt.send("S", batch, timestamps=t)
+            batch = []
+    rt.advance_to(t + 5000)
+    live = len(state.decode(rt.snapshot())["states"]["partition/partition1"])
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"{peak_mb:.0f} {live}")
+
+
+def memory_table(events: int, keys: int) -> None:
+    import subprocess
+
+    print(f"\npartition memory: {events:,} events over {keys:,} distinct keys, length(10) avg per key")
+    print(f"{'':34} {'peak RSS MB':>14} {'live keys':>14}")
+    for purge in (True, False):
+        out = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--memory-probe",
+                "1" if purge else "0",
+                "--events",
+                str(events),
+                "--keys",
+                str(keys),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        label = "with @purge (idle 2 s)" if purge else "without @purge"
+        print(f"{label:34} {float(out[0]):14,.0f} {int(out[1]):14,}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--chunk", type=int, default=10_000)
     parser.add_argument("--only", default="", help="comma-separated workload letters")
+    parser.add_argument("--keys", type=int, default=100_000, help="distinct partition keys of the memory run")
+    parser.add_argument("--memory-probe", choices=["0", "1"], help=argparse.SUPPRESS)
+    parser.add_argument("--no-memory", action="store_true", help="skip the partition memory run")
     args = parser.parse_args()
+    if args.memory_probe is not None:
+        memory_probe(args.memory_probe == "1", args.events, args.keys)
+        return 0
     chosen = [w for w in args.only.split(",") if w] or list(WORKLOADS)
     print(f"{args.events:,} events per workload, chunks of {args.chunk:,} events")
     print(f"{'workload':34} {'engine ev/s':>14} {'floor ev/s':>14} {'ratio':>7}")
@@ -323,6 +387,8 @@ def main() -> int:
         e_rate, f_rate = args.events / e_time, args.events / f_time
         note = "" if same else "  RESULTS DIFFER"
         print(f"{label:34} {e_rate:14,.0f} {f_rate:14,.0f} {e_rate / f_rate:7.2f}{note}")
+    if not args.no_memory and not args.only:
+        memory_table(args.events, args.keys)
     return 1 if failed else 0
 
 

@@ -205,7 +205,8 @@ class QueryParser(PatternParser):
             join_type = "full_outer"
         elif self.at_word("outer"):
             raise self.error(
-                "found 'outer join'; write 'left outer join', 'right outer join' or 'full outer join'", self.tok
+                "found 'outer join'; write 'left outer join', 'right outer join' or 'full outer join'",
+                self.tok,
             )
         else:
             self.accept_word("inner")

@@ -13,7 +13,9 @@ if TYPE_CHECKING:
     from engine.plan.planner import Planner
 
 
-def plan_anonymous_query(planner: Planner, query: Query, name: str, inner: dict[str, StreamInfo] | None) -> QueryTemplate:
+def plan_anonymous_query(
+    planner: Planner, query: Query, name: str, inner: dict[str, StreamInfo] | None
+) -> QueryTemplate:
     anon = query.input
     assert isinstance(anon, AnonymousInput)
     planner.anonymous_count += 1

@@ -319,7 +319,7 @@ class ExpressionCompiler:
 
     def call(self, call: FunctionCall, scope: Scope) -> Compiled:
         if self.ctx.aggregate_hook is not None:
-            agg = self.ctx.aggregate_hook(call, scope)
+            agg: Compiled | None = self.ctx.aggregate_hook(call, scope)
             if agg is not None:
                 return agg
         registry = self.ctx.function_registry

@@ -183,7 +183,20 @@ def plan_join_query(
     }
 
     legacy = ctx.legacy
-    self_join = left.si.stream == right.si.stream and left.si.inner == right.si.inner and left.kind == right.kind == "stream"
+    # A selection without state or per-chunk clauses gives the same rows whether it sees
+    # each triggering event's matches alone or all of a chunk's matches at once.
+    plain_selection = (
+        not sel.has_aggregates
+        and not sel.group_by
+        and not query.selector.order_by
+        and query.selector.limit is None
+        and query.selector.offset is None
+    )
+    self_join = (
+        left.si.stream == right.si.stream
+        and left.si.inner == right.si.inner
+        and left.kind == right.kind == "stream"
+    )
 
     def build(env: Env) -> Built:
         states: dict[str, Any] = {}
@@ -247,7 +260,13 @@ def plan_join_query(
                 continue
             other = holders["right" if label == "left" else "left"]
             js = JoinSide(
-                is_left=label == "left", trigger=trig, outer=outer, match=match, other_rows=other, selector=selector
+                is_left=label == "left",
+                trigger=trig,
+                outer=outer,
+                match=match,
+                other_rows=other,
+                selector=selector,
+                per_chunk=plain_selection,
             )
             js.next = downstream
             joins[label] = js
@@ -258,7 +277,9 @@ def plan_join_query(
                 tail.next = js
         inputs: list[QueryInput] = []
         if self_join:
-            receiver = SelfJoinReceiver(heads["left"], heads["right"], joins["left"], joins["right"], downstream)  # type: ignore[arg-type]
+            left_head, right_head = heads["left"], heads["right"]
+            assert left_head is not None and right_head is not None
+            receiver = SelfJoinReceiver(left_head, right_head, joins["left"], joins["right"], downstream)
             inputs.append(QueryInput(left.si.stream, left.si.inner, receiver.receive))
         else:
             for label, side in (("left", left), ("right", right)):
@@ -278,8 +299,5 @@ def plan_join_query(
     )
 
 
-def _window_rows(w: Any) -> Callable[[], list[Any]]:
-    def rows() -> list[Any]:
-        return [r for _, r in w.contents()]
-
-    return rows
+def _window_rows(w: Any) -> Callable[[], Any]:
+    return w.rows  # type: ignore[no-any-return]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engine.compiler.stream import TIME_UNITS_MS
+from engine.events import Chunk
 from engine.plan.context import Env, StreamInfo
 from engine.plan.expressions import PlanError
 from engine.plan.query import QueryTemplate
@@ -14,15 +15,14 @@ from engine.plan.scope import Scope, Source
 from engine.query.definitions import find_annotation
 from engine.query.queries import Partition, RangePartition
 from engine.runtime.junction import Junction
-from engine.events import Chunk
 from engine.runtime.keyed_followed_by import KeyedFollowedBy
 from engine.runtime.partition import PartitionInstance, PartitionRuntime, owner_prefix
-
-FUSE = True  # tests switch this off to compare the fused operator with per-key instances
 from engine.types import AttrType
 
 if TYPE_CHECKING:
     from engine.plan.planner import Planner
+
+FUSE = True  # tests switch this off to compare the fused operator with per-key instances
 
 
 @dataclass
@@ -105,7 +105,9 @@ class PartitionPlan:
                 inst.states[t.name] = built.states
                 inst.starters.extend(built.start)
 
-        runtime = PartitionRuntime(self.name, routers, build_instance, env.scheduler, env.now, self.purge, unpartitioned)
+        runtime = PartitionRuntime(
+            self.name, routers, build_instance, env.scheduler, env.now, self.purge, unpartitioned
+        )
         for stream in outer_streams:
             junctions[stream].receivers.append(runtime.receiver(stream))
         return runtime
@@ -151,7 +153,9 @@ def route(chunk, deliver):
 
 def _range_router(conds: list[tuple[str, str]]) -> str:
     """An event goes to every range whose condition holds, in declared order."""
-    tests = "\n".join(f"        if {code}:\n            deliver({label!r}, [t], [r])" for code, label in conds)
+    tests = "\n".join(
+        f"        if {code}:\n            deliver({label!r}, [t], [r])" for code, label in conds
+    )
     return f"""
 def route(chunk, deliver):
     for t, r in zip(chunk.ts, chunk.rows):

@@ -90,6 +90,7 @@ class _Planner:
         self.query = query
         self.inner = inner
         self.leaves: list[Leaf] = []
+        self.sid_of: dict[int, int] = {}  # id(state element) -> state id
         self.comp = ctx.compiler()
 
     # ---- ids ------------------------------------------------------------------------
@@ -105,11 +106,10 @@ class _Planner:
             self.assign(e.inner)
         elif isinstance(e, CountState):
             self._leaf(e.state, "count", lo=e.min_count, hi=e.max_count)
-            e.state.__dict__["_sid"] = self.leaves[-1].sid
-            e.__dict__["_sid"] = self.leaves[-1].sid
+            self.sid_of[id(e.state)] = self.sid_of[id(e)] = self.leaves[-1].sid
         elif isinstance(e, (StreamState, AbsentState)):
             self._leaf(e, "absent" if isinstance(e, AbsentState) else "stream")
-            e.__dict__["_sid"] = self.leaves[-1].sid
+            self.sid_of[id(e)] = self.leaves[-1].sid
         else:  # pragma: no cover
             raise PlanError
 
@@ -147,13 +147,13 @@ class _Planner:
                 self.leaves[x].partner = y
             return Shape([li, ri], [li, ri], [ri, li])
         if isinstance(e, EveryState):
-            x = self.shape(e.inner, links)
-            for n in x.last:
-                links.append(("every", n, x.first[0]))
-            for n in x.nodes:
-                links.append(("within_every", n, x.first[0]))
-            return x
-        sid = e.__dict__["_sid"]
+            inner = self.shape(e.inner, links)
+            for n in inner.last:
+                links.append(("every", n, inner.first[0]))
+            for n in inner.nodes:
+                links.append(("within_every", n, inner.first[0]))
+            return inner
+        sid = self.sid_of[id(e)]
         return Shape([sid], [sid], [sid])
 
     # ---- filters --------------------------------------------------------------------
@@ -166,27 +166,15 @@ class _Planner:
                 continue
             names = (leaf.ref,) if leaf.ref else (leaf.stream,)
             sid = leaf.sid
-            if for_select:
-                default = 0
-
-                def indexed(idx: EventIndex | None, sid: int = sid, default: int = default) -> str:
-                    return _index_code(f"r[{sid}]", idx, default)
-
-            elif sid == own:
-                counted = leaf.kind == "count"
-
-                def indexed(idx: EventIndex | None, sid: int = sid, counted: bool = counted) -> str:
-                    if idx is None:
-                        return "r"
-                    return _index_code(f"p[{sid}]", idx, -1, own_count=counted)
-
-            else:
-
-                def indexed(idx: EventIndex | None, sid: int = sid) -> str:
-                    return _index_code(f"p[{sid}]", idx, -1)
-
             out.append(
-                Source(names, leaf.info.attributes, row, indexed_row=indexed, counted=leaf.kind == "count", stream=leaf.stream)
+                Source(
+                    names,
+                    leaf.info.attributes,
+                    row,
+                    indexed_row=_indexer(sid, for_select, sid == own, leaf.kind == "count"),
+                    counted=leaf.kind == "count",
+                    stream=leaf.stream,
+                )
             )
         return out
 
@@ -203,6 +191,28 @@ class _Planner:
             if cond is not None:
                 leaf.filter_src = _filter_source(cond)
                 leaf.filter_fast = _fast_access(cond.fast)
+
+
+def _receiver(machine: Machine | FollowedBy, stream: str) -> Callable[[Chunk], None]:
+    def receive(chunk: Chunk) -> None:
+        machine.receive(stream, chunk)
+
+    return receive
+
+
+def _indexer(sid: int, for_select: bool, own: bool, counted: bool) -> Callable[[EventIndex | None], str]:
+    """Code for the row of state `sid`: in the select the partial is `r` and an unindexed
+    reference means the first event; in a state's filter the partial is `p`, the event
+    being tested is `r`, and an unindexed reference means the latest event."""
+
+    def indexed(idx: EventIndex | None) -> str:
+        if for_select:
+            return _index_code(f"r[{sid}]", idx, 0)
+        if own:
+            return "r" if idx is None else _index_code(f"p[{sid}]", idx, -1, own_count=counted)
+        return _index_code(f"p[{sid}]", idx, -1)
+
+    return indexed
 
 
 def _filter_source(cond: Compiled) -> str:
@@ -224,7 +234,9 @@ def _fast_access(code: str) -> str:
     return re.sub(r"_pev\(((?:p|r)\[\d+\]), (-1|0)\)", r"\1[\2][1]", code)
 
 
-def plan_state_query(ctx: PlanContext, query: Query, name: str, inner: dict[str, StreamInfo] | None) -> QueryTemplate:
+def plan_state_query(
+    ctx: PlanContext, query: Query, name: str, inner: dict[str, StreamInfo] | None
+) -> QueryTemplate:
     si = query.input
     assert isinstance(si, StateInput)
     planner = _Planner(ctx, query, inner)
@@ -248,7 +260,11 @@ def plan_state_query(ctx: PlanContext, query: Query, name: str, inner: dict[str,
         names = [n for s in select_sources for n, _ in s.attributes]
         clash = sorted({n for n in names if names.count(n) > 1})
         if clash:
-            comp.error(f"'select *' over this pattern would output '{clash[0]}' twice", si.span, hint="list the attributes to select")
+            comp.error(
+                f"'select *' over this pattern would output '{clash[0]}' twice",
+                si.span,
+                hint="list the attributes to select",
+            )
             raise PlanError
     batching = query.output_rate is None or query.output_rate.kind != "snapshot"
     sel = compile_selector(
@@ -280,6 +296,7 @@ def plan_state_query(ctx: PlanContext, query: Query, name: str, inner: dict[str,
     sequence = si.kind == "sequence"
     start_ids = list(root.first)
     element = si.root
+    sid_of = planner.sid_of
     fast = _followed_by_shape(si, leaves) if FAST_PATHS else False
 
     def build_machine(env: Env, prefix: str) -> Machine | FollowedBy:
@@ -334,12 +351,12 @@ def plan_state_query(ctx: PlanContext, query: Query, name: str, inner: dict[str,
             nodes[sid].final = True
         m.nodes = nodes
         m.bind_within_timer(env.scheduler, f"{prefix}within")
-        for sid in _registration_order(element):
+        for sid in _registration_order(element, sid_of):
             m.receivers.setdefault(leaves[sid].stream, []).append(nodes[sid])
         m.backwards = {s: list(reversed(ns)) for s, ns in m.receivers.items()}
         if sequence:
-            m.root_reset = _resetter(element, nodes)
-            m.root_update = _updater(element, nodes)
+            m.root_reset = _resetter(element, nodes, sid_of)
+            m.root_update = _updater(element, nodes, sid_of)
         return m
 
     streams: list[tuple[str, bool]] = []
@@ -373,8 +390,7 @@ def plan_state_query(ctx: PlanContext, query: Query, name: str, inner: dict[str,
         machine.emit = emit
         starts.append(lambda: machine.start(env.now()))
         inputs = [
-            QueryInput(stream, inner_flag, (lambda chunk, s=stream: machine.receive(s, chunk)))
-            for stream, inner_flag in streams
+            QueryInput(stream, inner_flag, _receiver(machine, stream)) for stream, inner_flag in streams
         ]
         return Built(inputs, states, starts)
 
@@ -446,19 +462,19 @@ def _inline_rows(fast: str | None) -> str | None:
     return fast.replace("p[0][-1][1]", "r1").replace("p[0][0][1]", "r1")
 
 
-def _registration_order(e: StateElement) -> list[int]:
+def _registration_order(e: StateElement, sid_of: dict[int, int]) -> list[int]:
     if isinstance(e, NextState):
-        return _registration_order(e.first) + _registration_order(e.then)
+        return _registration_order(e.first, sid_of) + _registration_order(e.then, sid_of)
     if isinstance(e, LogicalState):
-        return _registration_order(e.right) + _registration_order(e.left)
+        return _registration_order(e.right, sid_of) + _registration_order(e.left, sid_of)
     if isinstance(e, EveryState):
-        return _registration_order(e.inner)
-    return [e.__dict__["_sid"]]
+        return _registration_order(e.inner, sid_of)
+    return [sid_of[id(e)]]
 
 
-def _resetter(e: StateElement, nodes: list[Node]) -> Callable[[], None]:
+def _resetter(e: StateElement, nodes: list[Node], sid_of: dict[int, int]) -> Callable[[], None]:
     if isinstance(e, NextState):
-        a, b = _resetter(e.first, nodes), _resetter(e.then, nodes)
+        a, b = _resetter(e.first, nodes, sid_of), _resetter(e.then, nodes, sid_of)
 
         def reset_next() -> None:
             b()
@@ -466,16 +482,15 @@ def _resetter(e: StateElement, nodes: list[Node]) -> Callable[[], None]:
 
         return reset_next
     if isinstance(e, LogicalState):
-        right = nodes[e.right.__dict__["_sid"]]
-        return right.reset_state
+        return nodes[sid_of[id(e.right)]].reset_state
     if isinstance(e, EveryState):
-        return _resetter(e.inner, nodes)
-    return nodes[e.__dict__["_sid"]].reset_state
+        return _resetter(e.inner, nodes, sid_of)
+    return nodes[sid_of[id(e)]].reset_state
 
 
-def _updater(e: StateElement, nodes: list[Node]) -> Callable[[], None]:
+def _updater(e: StateElement, nodes: list[Node], sid_of: dict[int, int]) -> Callable[[], None]:
     if isinstance(e, NextState):
-        a, b = _updater(e.first, nodes), _updater(e.then, nodes)
+        a, b = _updater(e.first, nodes, sid_of), _updater(e.then, nodes, sid_of)
 
         def update_next() -> None:
             a()
@@ -483,10 +498,10 @@ def _updater(e: StateElement, nodes: list[Node]) -> Callable[[], None]:
 
         return update_next
     if isinstance(e, LogicalState):
-        return nodes[e.right.__dict__["_sid"]].update_state
+        return nodes[sid_of[id(e.right)]].update_state
     if isinstance(e, EveryState):
-        return _updater(e.inner, nodes)
-    return nodes[e.__dict__["_sid"]].update_state
+        return _updater(e.inner, nodes, sid_of)
+    return nodes[sid_of[id(e)]].update_state
 
 
 __all__ = ["plan_state_query", "ExpressionCompiler"]

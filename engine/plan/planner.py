@@ -170,7 +170,11 @@ class Planner:
             template = plan_anonymous_query(self, query, name, inner)
         else:  # pragma: no cover - parser produces only these
             raise PlanError
-        if template.output_stream is not None and not template.output_inner and not template.output_stream.startswith("#"):
+        if (
+            template.output_stream is not None
+            and not template.output_inner
+            and not template.output_stream.startswith("#")
+        ):
             if template.output_stream in self.ctx.streams and template.output_stream not in self.outputs:
                 self.outputs.append(template.output_stream)
         return template

@@ -250,7 +250,7 @@ def _check_compatible(
             return
     elif have == got:
         return
-    fmt = lambda pairs: "(" + ", ".join(f"{n} {t}" for n, t in pairs) + ")"  # noqa: E731
+    fmt = _signature
     ctx.errors.add(
         f"query output {fmt(got)} does not match {what} '{info.name}' {fmt(have)}",
         out.target_span,
@@ -303,9 +303,8 @@ def plan_single_query(
     limiter = plan_rate_limiter(query, sel, comp)
     output = plan_output(ctx, query, sel, comp, inner_streams)
     expired_used = expired_on or sel.has_aggregates
-    uses_ts = lambda c: c is not None and "_et" in c.fast  # noqa: E731
-    pre_fn = filter_function(pre, ctx.namespace, uses_ts(pre)) if pre is not None else None
-    post_fn = filter_function(post, ctx.namespace, uses_ts(post)) if post is not None else None
+    pre_fn = filter_function(pre, ctx.namespace, "_et" in pre.fast) if pre is not None else None
+    post_fn = filter_function(post, ctx.namespace, "_et" in post.fast) if post is not None else None
     plain = (
         window is None
         and not is_named_window
@@ -427,3 +426,7 @@ def plan_output(
         return plan_table_output(ctx, query, sel, comp)
     comp.error("unsupported query output", out.span)
     raise PlanError
+
+
+def _signature(pairs: list[tuple[str, AttrType]]) -> str:
+    return "(" + ", ".join(f"{n} {t}" for n, t in pairs) + ")"

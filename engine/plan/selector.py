@@ -179,7 +179,11 @@ def _order_by(selector: Selector, names: list[str], comp: ExpressionCompiler) ->
 def _count_clause(expr: Any, what: str, comp: ExpressionCompiler) -> int | None:
     if expr is None:
         return None
-    if isinstance(expr, Constant) and expr.type in (AttrType.INT, AttrType.LONG) and isinstance(expr.value, int):
+    if (
+        isinstance(expr, Constant)
+        and expr.type in (AttrType.INT, AttrType.LONG)
+        and isinstance(expr.value, int)
+    ):
         if expr.value < 0:
             comp.error(f"'{what}' cannot be negative, found {expr.value}", expr.span)
             return None

@@ -222,7 +222,7 @@ def plan_table_output(
         make_src = _make_row(out, sel, info, target, scope, comp)
     if isinstance(out, UpdateOrInsert):
         if [(n, t) for n, t in zip(sel.names, sel.types, strict=True)] != info.attributes:
-            fmt = lambda pairs: "(" + ", ".join(f"{n} {t}" for n, t in pairs) + ")"  # noqa: E731
+            fmt = _signature
             comp.error(
                 f"'update or insert' needs the select to match table '{target}' {fmt(info.attributes)}, "
                 f"found {fmt(list(zip(sel.names, sel.types, strict=True)))}",
@@ -237,7 +237,11 @@ def plan_table_output(
     make = eval(make_src, ns) if make_src else None  # noqa: S307 - generated code
     new_row = eval(new_row_src, ns) if new_row_src else None  # noqa: S307 - generated code
 
+    overwrite = isinstance(out, UpdateOrInsert) and _only_primary_key_equality(cond_expr, target, info, store)
+
     def build(env: Env) -> Callable[[Chunk], None]:
+        if overwrite:
+            return lambda chunk: store.overwrite(chunk.rows)
         if isinstance(out, DeleteFrom):
             return lambda chunk: store.delete(chunk.rows, look, pred)
         if isinstance(out, UpdateTable):
@@ -245,6 +249,31 @@ def plan_table_output(
         return lambda chunk: store.update_or_insert(chunk.rows, look, pred, make, new_row)
 
     return build
+
+
+def _only_primary_key_equality(cond: Expr | None, table: str, info: StreamInfo, store: Table) -> bool:
+    """The whole condition is `T.pk == <the output's own pk attribute>` (all key columns)."""
+    if cond is None or not store.primary_key:
+        return False
+    seen: set[int] = set()
+    for conj in _conjuncts(cond):
+        if not (isinstance(conj, BinaryOp) and conj.op == "=="):
+            return False
+        pair = None
+        for col_side, other in ((conj.left, conj.right), (conj.right, conj.left)):
+            col = _table_column(col_side, table, info)
+            if (
+                col is not None
+                and isinstance(other, Variable)
+                and other.stream in (None,)
+                and other.index is None
+            ):
+                if other.attribute == info.names[col]:
+                    pair = col
+        if pair is None or pair not in store.primary_key:
+            return False
+        seen.add(pair)
+    return seen == set(store.primary_key)
 
 
 def _make_row(
@@ -283,3 +312,7 @@ def _make_row(
                 )
             columns[col] = value.safe
     return "lambda t, r: (" + ", ".join(columns) + ",)"
+
+
+def _signature(pairs: list[tuple[str, AttrType]]) -> str:
+    return "(" + ", ".join(f"{n} {t}" for n, t in pairs) + ")"

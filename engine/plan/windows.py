@@ -109,7 +109,7 @@ def _prepare(
 
 def _accessor(code: str, comp: ExpressionCompiler) -> Callable[[tuple[Any, ...]], Any]:
     fn = eval(f"lambda r: {code}", comp.ctx.namespace)  # noqa: S307 - generated code
-    fn.code = code  # type: ignore[attr-defined]
+    fn.code = code
     return fn  # type: ignore[no-any-return]
 
 

@@ -45,7 +45,7 @@ def merge(chunks: list[Chunk]) -> Chunk:
 
 
 class JoinSide(Stage):
-    __slots__ = ("is_left", "trigger", "outer", "match", "other_rows", "selector", "deferred")
+    __slots__ = ("is_left", "trigger", "outer", "match", "other_rows", "selector", "deferred", "per_chunk")
 
     def __init__(
         self,
@@ -54,8 +54,9 @@ class JoinSide(Stage):
         trigger: bool,
         outer: bool,
         match: Matcher,
-        other_rows: Callable[[], list[Row]],
+        other_rows: Callable[[], Any],
         selector: SelectorRuntime,
+        per_chunk: bool = False,
     ) -> None:
         super().__init__()
         self.is_left = is_left
@@ -65,6 +66,7 @@ class JoinSide(Stage):
         self.other_rows = other_rows
         self.selector = selector
         self.deferred: list[Chunk] | None = None  # set by a self-join receiver
+        self.per_chunk = per_chunk  # the selection may see all of a chunk's matches at once
 
     def process(self, chunk: Chunk) -> None:
         if not self.trigger:
@@ -73,10 +75,14 @@ class JoinSide(Stage):
         is_left = self.is_left
         select = self.selector.process
         outs: list[Chunk] = []
+        if self.per_chunk:
+            self._process_whole(chunk)
+            return
         for i, (t, row) in enumerate(zip(chunk.ts, chunk.rows, strict=True)):
             kind = CURRENT if kinds is None else kinds[i]
+            pairs: list[Any]
             if kind == RESET:
-                pairs: list[Any] = [(row, None) if is_left else (None, row)]
+                pairs = [(row, None) if is_left else (None, row)]
             else:
                 found = self.match(row, self.other_rows())
                 if found:
@@ -96,6 +102,40 @@ class JoinSide(Stage):
             else:
                 assert self.next is not None
                 self.next.process(out)
+
+    def _process_whole(self, chunk: Chunk) -> None:
+        kinds = chunk.kinds
+        is_left = self.is_left
+        match = self.match
+        other = self.other_rows()
+        ts_out: list[int] = []
+        rows_out: list[Any] = []
+        kinds_out: list[int] = []
+        for i, (t, row) in enumerate(zip(chunk.ts, chunk.rows, strict=True)):
+            kind = CURRENT if kinds is None else kinds[i]
+            if kind == RESET:
+                continue
+            found = match(row, other)
+            pairs: list[Any]
+            if found:
+                pairs = [(row, o) for o in found] if is_left else [(o, row) for o in found]
+            elif self.outer:
+                pairs = [(row, None) if is_left else (None, row)]
+            else:
+                continue
+            ts_out += [t] * len(pairs)
+            rows_out += pairs
+            kinds_out += [kind] * len(pairs)
+        if not rows_out:
+            return
+        res = self.selector.process(Chunk(ts_out, rows_out, kinds_out if any(kinds_out) else None))
+        if res is None:
+            return
+        if self.deferred is not None:
+            self.deferred.append(res)
+        else:
+            assert self.next is not None
+            self.next.process(res)
 
 
 class EmptyWindow(Stage):
@@ -138,7 +178,9 @@ class SelfJoinReceiver:
     """Both sides read one stream: each event goes through the left side, then the
     right; the outputs leave after the whole chunk, one chunk per pass."""
 
-    def __init__(self, left: Stage, right: Stage, left_join: JoinSide, right_join: JoinSide, downstream: Stage) -> None:
+    def __init__(
+        self, left: Stage, right: Stage, left_join: JoinSide, right_join: JoinSide, downstream: Stage
+    ) -> None:
         self.left = left
         self.right = right
         self.joins = (left_join, right_join)

@@ -51,7 +51,9 @@ class Node:
     # ---- arming -----------------------------------------------------------------------
 
     def init(self) -> None:
-        if self.is_start and (not self.initialized or self.every_next is not None or self._next_is_absent_in_sequence()):
+        if self.is_start and (
+            not self.initialized or self.every_next is not None or self._next_is_absent_in_sequence()
+        ):
             self.add_state(new_partial(self.m.n))
             self.initialized = True
 
@@ -157,7 +159,9 @@ class CountNode(Node):
 
     kind = "count"
 
-    def __init__(self, machine: Machine, state_id: int, stream: str, filt: Filter | None, lo: int, hi: int | None) -> None:
+    def __init__(
+        self, machine: Machine, state_id: int, stream: str, filt: Filter | None, lo: int, hi: int | None
+    ) -> None:
         super().__init__(machine, state_id, stream, filt)
         self.min = lo
         self.max = hi
@@ -313,7 +317,9 @@ class AbsentNode(Node):
 
     kind = "absent"
 
-    def __init__(self, machine: Machine, state_id: int, stream: str, filt: Filter | None, waiting: int | None) -> None:
+    def __init__(
+        self, machine: Machine, state_id: int, stream: str, filt: Filter | None, waiting: int | None
+    ) -> None:
         super().__init__(machine, state_id, stream, filt)
         self.waiting = waiting
         self.active = True

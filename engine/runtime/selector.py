@@ -66,11 +66,10 @@ def order_limit(
     if offset is not None:
         items = items[offset:]
     if limit is not None:
-        k = kinds
         kept = []
         count = 0
         for i in items:
-            kind = 0 if k is None else k[i]
+            kind = 0 if kinds is None else kinds[i]
             if (limit > count and kind == 0 and current_on) or (kind == 1 and expired_on):
                 count += 1
                 kept.append(i)

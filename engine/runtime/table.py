@@ -214,6 +214,28 @@ class Table:
             else:
                 self._add(new_row(event))
 
+    def overwrite(self, rows: Iterable[Row]) -> None:
+        """`update or insert` on exactly the primary key: each row replaces the row with its
+        key, or is added (Siddhi's overwrite operator; a `set` clause does not apply)."""
+        pk = self.primary_key
+        pk_map = self._pk
+        stored = self._rows
+        if len(pk) == 1 and not self._index:
+            col = pk[0]
+            for row in rows:
+                rid = pk_map.get(row[col])
+                if rid is None:
+                    self._add(row)
+                else:
+                    stored[rid] = row
+            return
+        for row in rows:
+            rid = pk_map.get(self.pk_of(row))
+            if rid is None:
+                self._add(row)
+            else:
+                self._replace(rid, row)
+
     def contains(self, event: Row, lookup: Any, pred: Any) -> bool:
         candidates = lookup(self, event)
         rows = self._rows
@@ -226,7 +248,11 @@ class Table:
     # ---- state ------------------------------------------------------------------------
 
     def snapshot(self) -> Any:
-        return {"rows": [[rid, row] for rid, row in self._rows.items()], "next": self._next, "capacity": self._capacity}
+        return {
+            "rows": [[rid, row] for rid, row in self._rows.items()],
+            "next": self._next,
+            "capacity": self._capacity,
+        }
 
     def restore(self, state: Any) -> None:
         self._rows.clear()

@@ -8,7 +8,7 @@ can match against them. State is plain values: `snapshot()` / `restore()`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +71,10 @@ class Window:
 
     def contents(self) -> list[tuple[int, tuple[Any, ...]]]:
         return []
+
+    def rows(self) -> Iterable[tuple[Any, ...]]:
+        """What a join matches against, in order (a live view where the window can give one)."""
+        return [r for _, r in self.contents()]
 
     def snapshot(self) -> Any:
         return None

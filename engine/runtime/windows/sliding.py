@@ -73,8 +73,8 @@ class LengthWindow(Window):
     def contents(self) -> list[tuple[int, Row]]:
         return list(zip(self.buf_ts, self.buf_rows, strict=True))
 
-    def rows(self) -> list[Row]:
-        return list(self.buf_rows)
+    def rows(self) -> deque[Row]:
+        return self.buf_rows
 
     def snapshot(self) -> Any:
         return {"ts": list(self.buf_ts), "rows": list(self.buf_rows)}
@@ -150,8 +150,8 @@ class TimeWindow(Window):
     def contents(self) -> list[tuple[int, Row]]:
         return list(zip(self.buf_ts, self.buf_rows, strict=True))
 
-    def rows(self) -> list[Row]:
-        return list(self.buf_rows)
+    def rows(self) -> deque[Row]:
+        return self.buf_rows
 
     def snapshot(self) -> Any:
         return {"ts": list(self.buf_ts), "rows": list(self.buf_rows), "pending": self.pending}

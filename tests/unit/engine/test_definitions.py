@@ -37,6 +37,8 @@ def test_anonymous_inner_query() -> None:
 
 
 def test_trigger_and_named_window_state_restore() -> None:
-    assert_restore_equivalent("define trigger T at every 300 milliseconds;", [{"time": 1500}, {"time": 2000}, {"time": 2500}])
+    assert_restore_equivalent(
+        "define trigger T at every 300 milliseconds;", [{"time": 1500}, {"time": 2000}, {"time": 2500}]
+    )
     plan = "define stream S (v int); define window W (v int) time(1 sec); from S insert into W; from W select v insert all events into Out;"
     assert_restore_equivalent(plan, events("S", [(1,), (2,)], step=600) + [{"time": 4000}])

@@ -11,7 +11,11 @@ import engine
 from tests.support.replaying import run
 
 
-def select(expr: str, row: tuple[Any, ...], attrs: str = "i int, l long, f float, d double, s string, b bool, o object") -> Any:
+def select(
+    expr: str,
+    row: tuple[Any, ...],
+    attrs: str = "i int, l long, f float, d double, s string, b bool, o object",
+) -> Any:
     plan = f"define stream S ({attrs}); from S select {expr} as x insert into Out;"
     c = run(plan, [{"stream": "S", "timestamp": 1000, "data": list(row)}])
     (out,) = c.rows("Out")
@@ -142,7 +146,9 @@ def test_type_errors_are_rejected_with_a_position(query: str, words: str) -> Non
 
 def test_unknown_attribute_suggests_the_close_name() -> None:
     with pytest.raises(engine.QueryError) as info:
-        engine.compile("define stream Txn (amount double);\nfrom Txn[amout > 100] select amount insert into Big;")
+        engine.compile(
+            "define stream Txn (amount double);\nfrom Txn[amout > 100] select amount insert into Big;"
+        )
     text = info.value.format("rules.siddhi", with_source=True)
     assert "rules.siddhi:2:10: unknown attribute 'amout'; did you mean 'amount'?" in text
     assert "         ^^^^^" in text

@@ -15,8 +15,13 @@ def ev(stream: str, t: int, *data: object) -> dict:
 
 
 def test_inner_join_matches_either_side_against_the_other_window() -> None:
-    plan = DEFS + "from L#window.length(5) join R#window.length(5) on L.k == R.k select L.k, a, b insert into Out;"
-    c = run(plan, [ev("L", 1000, "x", 1), ev("R", 1001, "x", 10), ev("L", 1002, "x", 2), ev("R", 1003, "y", 20)])
+    plan = (
+        DEFS
+        + "from L#window.length(5) join R#window.length(5) on L.k == R.k select L.k, a, b insert into Out;"
+    )
+    c = run(
+        plan, [ev("L", 1000, "x", 1), ev("R", 1001, "x", 10), ev("L", 1002, "x", 2), ev("R", 1003, "y", 20)]
+    )
     assert c.rows("Out") == [("x", 1, 10), ("x", 2, 10)]
 
 
@@ -29,20 +34,28 @@ def test_inner_join_matches_either_side_against_the_other_window() -> None:
     ],
 )
 def test_outer_joins_emit_nulls_for_the_missing_side(kind: str, expected: list) -> None:
-    plan = DEFS + f"from L#window.length(5) as l {kind} R#window.length(5) as r on l.k == r.k select l.k as lk, a, b insert into Out;"
+    plan = (
+        DEFS
+        + f"from L#window.length(5) as l {kind} R#window.length(5) as r on l.k == r.k select l.k as lk, a, b insert into Out;"
+    )
     c = run(plan, [ev("L", 1000, "x", 1), ev("R", 1001, "y", 10), ev("L", 1002, "z", 3)])
     got = [(r[0] if r[0] is not None else "y", r[1], r[2]) for r in c.rows("Out")]
     assert got == expected
 
 
 def test_unidirectional_side_alone_triggers() -> None:
-    plan = DEFS + "from L unidirectional join R#window.length(5) on L.k == R.k select L.k, a, b insert into Out;"
+    plan = (
+        DEFS + "from L unidirectional join R#window.length(5) on L.k == R.k select L.k, a, b insert into Out;"
+    )
     c = run(plan, [ev("L", 1000, "x", 1), ev("R", 1001, "x", 10), ev("L", 1002, "x", 2)])
     assert c.rows("Out") == [("x", 2, 10)]
 
 
 def test_expired_events_of_a_window_side_join_as_expired() -> None:
-    plan = DEFS + "from L#window.length(1) join R#window.length(5) on L.k == R.k select a, b insert all events into Out;"
+    plan = (
+        DEFS
+        + "from L#window.length(1) join R#window.length(5) on L.k == R.k select a, b insert all events into Out;"
+    )
     c = run(plan, [ev("R", 1000, "x", 10), ev("L", 1001, "x", 1), ev("L", 1002, "x", 2)])
     assert c.records == [
         ("Out", 1001, "current", (1, 10)),
@@ -59,12 +72,18 @@ def test_self_join_runs_each_event_left_then_right() -> None:
 
 def test_aggregating_join_emits_per_triggering_event_and_windowless_side_resets() -> None:
     plan = DEFS + "from L join R#window.length(5) on L.k == R.k select count() as c insert into Out;"
-    c = run(plan, [ev("R", 1000, "x", 1), ev("R", 1001, "x", 2), ev("L", 1002, "x", 0), ev("L", 1003, "x", 0)])
+    c = run(
+        plan, [ev("R", 1000, "x", 1), ev("R", 1001, "x", 2), ev("L", 1002, "x", 0), ev("L", 1003, "x", 0)]
+    )
     assert c.rows("Out") == [(2,), (2,)]  # Siddhi 5 resets a windowless side's aggregates per event
 
 
 def test_the_cep3_dialect_keeps_counting_across_windowless_events() -> None:
-    plan = "@Plan:name('p') " + DEFS + "from L join R#window.length(5) on L.k == R.k select count() as c insert into Out;"
+    plan = (
+        "@Plan:name('p') "
+        + DEFS
+        + "from L join R#window.length(5) on L.k == R.k select count() as c insert into Out;"
+    )
     c = run(plan, [ev("R", 1000, "x", 1), ev("L", 1002, "x", 0), ev("L", 1003, "x", 0)])
     assert c.rows("Out") == [(1,), (2,)]
 
@@ -93,6 +112,16 @@ def test_join_mistakes_are_rejected(query: str, words: str) -> None:
 
 
 def test_join_windows_restore_exactly() -> None:
-    plan = DEFS + "from L#window.length(2) join R#window.time(1 sec) on L.k == R.k select a, b insert all events into Out;"
-    items = [ev("R", 1000, "x", 10), ev("L", 1100, "x", 1), ev("L", 1200, "x", 2), ev("R", 1300, "x", 20), ev("L", 1400, "x", 3), {"time": 3000}]
+    plan = (
+        DEFS
+        + "from L#window.length(2) join R#window.time(1 sec) on L.k == R.k select a, b insert all events into Out;"
+    )
+    items = [
+        ev("R", 1000, "x", 10),
+        ev("L", 1100, "x", 1),
+        ev("L", 1200, "x", 2),
+        ev("R", 1300, "x", 20),
+        ev("L", 1400, "x", 3),
+        {"time": 3000},
+    ]
     assert_restore_equivalent(plan, items)

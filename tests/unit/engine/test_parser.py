@@ -27,7 +27,9 @@ from engine.types import AttrType
 
 
 def test_stream_definition_keeps_attributes_and_annotations() -> None:
-    app = engine.parse("@Import('S:1.0.0') define stream S (a int, b long, c float, d double, e string, f bool, g object);")
+    app = engine.parse(
+        "@Import('S:1.0.0') define stream S (a int, b long, c float, d double, e string, f bool, g object);"
+    )
     (d,) = app.definitions
     assert isinstance(d, StreamDefinition)
     assert d.attribute_types == [
@@ -49,14 +51,20 @@ def test_plan_name_of_cep3_plans_marks_the_legacy_dialect() -> None:
 
 
 def test_filter_expression_tree_and_spans() -> None:
-    app = engine.parse("define stream S (price double, sym string);\nfrom S[price > 10 and not (sym == 'x')] select * insert into T;")
+    app = engine.parse(
+        "define stream S (price double, sym string);\nfrom S[price > 10 and not (sym == 'x')] select * insert into T;"
+    )
     q = app.elements[0]
     assert isinstance(q.input, SingleInput)
     cond = q.input.handlers[0].expr
     assert isinstance(cond, BinaryOp) and cond.op == "and"
     assert isinstance(cond.left, BinaryOp) and cond.left.op == ">"
     assert isinstance(cond.left.left, Variable) and cond.left.left.attribute == "price"
-    assert isinstance(cond.left.right, Constant) and cond.left.right.value == 10 and cond.left.right.type is AttrType.INT
+    assert (
+        isinstance(cond.left.right, Constant)
+        and cond.left.right.value == 10
+        and cond.left.right.type is AttrType.INT
+    )
     assert isinstance(cond.right, Not)
     assert (cond.left.left.span.line, cond.left.left.span.col) == (2, 8)
 
@@ -92,7 +100,9 @@ def test_windows_joins_and_outputs() -> None:
     assert join.input.left.window.call.name == "time" and join.input.left.alias == "a"
     assert isinstance(join.output, InsertInto) and join.output.event_type == "all"
     upsert = app.elements[1].output
-    assert isinstance(upsert, UpdateOrInsert) and upsert.target == "T" and upsert.set[0].variable.stream == "T"
+    assert (
+        isinstance(upsert, UpdateOrInsert) and upsert.target == "T" and upsert.set[0].variable.stream == "T"
+    )
 
 
 def test_patterns_with_every_counts_absent_and_logical_states() -> None:
@@ -112,17 +122,23 @@ def test_patterns_with_every_counts_absent_and_logical_states() -> None:
 
 
 def test_sequences_with_quantifiers() -> None:
-    q = engine.parse("define stream S (v int); from every e1=S, e2=S[v > e1.v]+, e3=S? select e1.v insert into O;").elements[0]
+    q = engine.parse(
+        "define stream S (v int); from every e1=S, e2=S[v > e1.v]+, e3=S? select e1.v insert into O;"
+    ).elements[0]
     assert q.input.kind == "sequence"
     plus = q.input.root.first.then
     assert isinstance(plus, CountState) and (plus.min_count, plus.max_count) == (1, None)
 
 
 def test_indexed_event_references_and_is_null() -> None:
-    q = engine.parse("define stream S (v int); from e1=S<2:> -> e2=S select e1[last - 1].v as a, e1[0].v as b insert into O;").elements[0]
+    q = engine.parse(
+        "define stream S (v int); from e1=S<2:> -> e2=S select e1[last - 1].v as a, e1[0].v as b insert into O;"
+    ).elements[0]
     a, b = (o.expr for o in q.selector.attributes)
     assert a.index.from_last == 1 and b.index.position == 0
-    q2 = engine.parse("define stream S (v int); from e1=S -> e2=S[e1 is null] select e2.v insert into O;").elements[0]
+    q2 = engine.parse(
+        "define stream S (v int); from e1=S -> e2=S[e1 is null] select e2.v insert into O;"
+    ).elements[0]
     cond = q2.input.root.then.input.handlers[0].expr
     assert isinstance(cond, IsNull)
 
@@ -135,7 +151,9 @@ def test_partitions_value_and_range() -> None:
     )
     p = app.elements[0]
     assert isinstance(p, Partition)
-    assert isinstance(p.partition_with[0], RangePartition) and [lbl for _, lbl in p.partition_with[0].ranges] == ["big", "small"]
+    assert isinstance(p.partition_with[0], RangePartition) and [
+        lbl for _, lbl in p.partition_with[0].ranges
+    ] == ["big", "small"]
     assert isinstance(p.partition_with[1], ValuePartition)
     assert p.queries[0].output.inner and p.queries[1].input.inner
 
@@ -167,12 +185,16 @@ def test_siddhi2_forms_of_cep3_plans() -> None:
 
 
 def test_comments_are_ignored() -> None:
-    app = engine.parse("-- a stream\ndefine stream S (a int); /* a query\n over lines */ from S insert into T;")
+    app = engine.parse(
+        "-- a stream\ndefine stream S (a int); /* a query\n over lines */ from S insert into T;"
+    )
     assert len(app.definitions) == 1 and len(app.elements) == 1
 
 
 def test_functions_with_namespaces() -> None:
-    q = engine.parse("define stream S (a string); from S select str:concat(a, 'x') as c insert into T;").elements[0]
+    q = engine.parse(
+        "define stream S (a string); from S select str:concat(a, 'x') as c insert into T;"
+    ).elements[0]
     call = q.selector.attributes[0].expr
     assert isinstance(call, FunctionCall) and call.namespace == "str" and call.name == "concat"
 
@@ -184,7 +206,12 @@ def test_functions_with_namespaces() -> None:
         ("define stream S (a int);\nfrom S select a + 1 insert into T;", 2, 15, "needs a name"),
         ("define stream S (a nope);", 1, 20, "unknown type 'nope'"),
         ("define stream S (a int); from S select a insert T;", 1, 49, "expected 'into'"),
-        ("define stream S (a int); from S#window.length(2) as a outer join S as b select * insert into T;", 1, 55, "outer join"),
+        (
+            "define stream S (a int); from S#window.length(2) as a outer join S as b select * insert into T;",
+            1,
+            55,
+            "outer join",
+        ),
     ],
 )
 def test_syntax_errors_point_at_the_mistake(plan: str, line: int, col: int, words: str) -> None:
@@ -198,7 +225,9 @@ def test_syntax_errors_point_at_the_mistake(plan: str, line: int, col: int, word
 def test_published_temperature_plan_is_rejected_at_the_missing_bracket() -> None:
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[3] / "samples" / "temperature" / "plan-as-published.siddhi").read_text()
+    text = (
+        Path(__file__).resolve().parents[3] / "samples" / "temperature" / "plan-as-published.siddhi"
+    ).read_text()
     with pytest.raises(engine.QueryError) as info:
         engine.compile(text)
     assert (info.value.line, info.value.col) == (5, 65)

@@ -28,7 +28,11 @@ def test_last_every_n_events() -> None:
 
 
 def test_first_and_last_per_group() -> None:
-    assert run(plan("first every 2 events", group=True), events("S", ROWS)).rows("Out") == [("a",), ("b",), ("c",)]
+    assert run(plan("first every 2 events", group=True), events("S", ROWS)).rows("Out") == [
+        ("a",),
+        ("b",),
+        ("c",),
+    ]
     assert run(plan("last every 3 events", group=True), events("S", ROWS)).rows("Out") == [("a",), ("b",)]
 
 

@@ -49,7 +49,9 @@ def test_group_by_keeps_state_per_key_and_emits_last_per_group_per_chunk() -> No
 
 
 def test_aggregate_without_group_by_emits_the_last_event_of_a_chunk() -> None:
-    rt = engine.compile("define stream S (v int); from S select sum(v) as t insert into Out;", start_time=1000)
+    rt = engine.compile(
+        "define stream S (v int); from S select sum(v) as t insert into Out;", start_time=1000
+    )
     got = []
     rt.subscribe("Out", lambda evs: got.extend(tuple(e.data) for e in evs))
     rt.send("S", [(1,), (2,), (3,)], timestamps=1000)
@@ -80,9 +82,13 @@ def test_limit_and_offset_must_be_non_negative_constants() -> None:
 
 def test_selector_state_restores_exactly() -> None:
     plan = "define stream S (k string, v double); from S#window.length(3) select k, avg(v) as a, max(v) as m group by k insert all events into Out;"
-    assert_restore_equivalent(plan, events("S", [("a", 1.0), ("b", 2.0), ("a", 3.0), ("b", 4.0), ("a", 5.0), ("b", 6.0)]))
+    assert_restore_equivalent(
+        plan, events("S", [("a", 1.0), ("b", 2.0), ("a", 3.0), ("b", 4.0), ("a", 5.0), ("b", 6.0)])
+    )
 
 
 def test_insert_into_a_stream_defined_differently_is_an_error() -> None:
     with pytest.raises(engine.QueryError, match="does not match stream 'Out'"):
-        engine.compile("define stream S (v int); define stream Out (v long); from S select v insert into Out;")
+        engine.compile(
+            "define stream S (v int); define stream Out (v long); from S select v insert into Out;"
+        )

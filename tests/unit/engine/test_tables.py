@@ -18,7 +18,10 @@ def ev(stream: str, t: int, *data: object) -> dict:
 
 
 def table_rows(plan: str, items: list[dict]) -> list[tuple]:
-    rt = engine.compile(plan + "define stream Dump (x int); from Dump join T select T.sym, T.price, T.vol insert into Rows;", start_time=1000)
+    rt = engine.compile(
+        plan + "define stream Dump (x int); from Dump join T select T.sym, T.price, T.vol insert into Rows;",
+        start_time=1000,
+    )
     got: list[tuple] = []
     rt.subscribe("Rows", lambda evs: got.extend(tuple(e.data) for e in evs))
     for item in items:
@@ -34,24 +37,41 @@ def test_insert_delete_update(keys: str) -> None:
         "from Add insert into T; from Del delete T on T.sym == sym;"
         "from Upd update T set T.price = price on T.sym == sym;"
     )
-    items = [ev("Add", 1000, "a", 1.0, 10), ev("Add", 1001, "b", 2.0, 20), ev("Upd", 1002, "b", 2.5), ev("Del", 1003, "a")]
+    items = [
+        ev("Add", 1000, "a", 1.0, 10),
+        ev("Add", 1001, "b", 2.0, 20),
+        ev("Upd", 1002, "b", 2.5),
+        ev("Del", 1003, "a"),
+    ]
     assert table_rows(plan, items) == [("b", 2.5, 20)]
 
 
 def test_duplicate_primary_key_keeps_the_first_row() -> None:
-    plan = DEFS + "@PrimaryKey('sym') define table T (sym string, price double, vol long); from Add insert into T;"
+    plan = (
+        DEFS
+        + "@PrimaryKey('sym') define table T (sym string, price double, vol long); from Add insert into T;"
+    )
     assert table_rows(plan, [ev("Add", 1000, "a", 1.0, 1), ev("Add", 1001, "a", 9.0, 9)]) == [("a", 1.0, 1)]
 
 
 def test_update_or_insert_inserts_then_updates() -> None:
-    plan = DEFS + "define table T (sym string, price double, vol long); from Add update or insert into T on T.sym == sym;"
+    plan = (
+        DEFS
+        + "define table T (sym string, price double, vol long); from Add update or insert into T on T.sym == sym;"
+    )
     items = [ev("Add", 1000, "a", 1.0, 1), ev("Add", 1001, "a", 2.0, 2), ev("Add", 1002, "b", 3.0, 3)]
     assert table_rows(plan, items) == [("a", 2.0, 2), ("b", 3.0, 3)]
 
 
 def test_table_updates_are_seen_by_later_events_of_the_same_chunk() -> None:
-    plan = DEFS + "define table T (sym string, price double, vol long); from Add update or insert into T set T.vol = T.vol + vol on T.sym == sym;"
-    rt = engine.compile(plan + "define stream Dump (x int); from Dump join T select T.sym, T.vol insert into Rows;", start_time=1000)
+    plan = (
+        DEFS
+        + "define table T (sym string, price double, vol long); from Add update or insert into T set T.vol = T.vol + vol on T.sym == sym;"
+    )
+    rt = engine.compile(
+        plan + "define stream Dump (x int); from Dump join T select T.sym, T.vol insert into Rows;",
+        start_time=1000,
+    )
     got: list[tuple] = []
     rt.subscribe("Rows", lambda evs: got.extend(tuple(e.data) for e in evs))
     rt.send("Add", [("a", 1.0, 1)], timestamps=1000)
@@ -61,7 +81,10 @@ def test_table_updates_are_seen_by_later_events_of_the_same_chunk() -> None:
 
 
 def test_in_condition_reads_the_table() -> None:
-    plan = DEFS + "@PrimaryKey('sym') define table T (sym string, price double, vol long); from Add insert into T; from Check[sym == T.sym in T] insert into Known;"
+    plan = (
+        DEFS
+        + "@PrimaryKey('sym') define table T (sym string, price double, vol long); from Add insert into T; from Check[sym == T.sym in T] insert into Known;"
+    )
     c = run(plan, [ev("Add", 1000, "a", 1.0, 1), ev("Check", 1001, "a"), ev("Check", 1002, "z")])
     assert c.rows("Known") == [("a",)]
 
@@ -76,9 +99,15 @@ def test_numeric_primary_key_scans_in_key_order() -> None:
     ("text", "words"),
     [
         ("@PrimaryKey('nope') define table T (sym string);", "not an attribute"),
-        ("define table T (sym string); from Upd update T set T.nope = sym on T.sym == sym;", "must assign a column"),
+        (
+            "define table T (sym string); from Upd update T set T.nope = sym on T.sym == sym;",
+            "must assign a column",
+        ),
         ("define table T (sym string); from Del delete Nope on Nope.sym == sym;", "not a table"),
-        ("define table T (sym string, n int); from Add update or insert into T on T.sym == sym;", "needs the select to match"),
+        (
+            "define table T (sym string, n int); from Add update or insert into T on T.sym == sym;",
+            "needs the select to match",
+        ),
     ],
 )
 def test_table_mistakes_are_rejected(text: str, words: str) -> None:
@@ -87,6 +116,14 @@ def test_table_mistakes_are_rejected(text: str, words: str) -> None:
 
 
 def test_table_state_restores_exactly() -> None:
-    plan = DEFS + "@PrimaryKey('sym') define table T (sym string, price double, vol long); from Add update or insert into T on T.sym == sym; from Check join T on T.sym == Check.sym select T.price insert into Out;"
-    items = [ev("Add", 1000, "a", 1.0, 1), ev("Check", 1001, "a"), ev("Add", 1002, "a", 2.0, 2), ev("Check", 1003, "a")]
+    plan = (
+        DEFS
+        + "@PrimaryKey('sym') define table T (sym string, price double, vol long); from Add update or insert into T on T.sym == sym; from Check join T on T.sym == Check.sym select T.price insert into Out;"
+    )
+    items = [
+        ev("Add", 1000, "a", 1.0, 1),
+        ev("Check", 1001, "a"),
+        ev("Add", 1002, "a", 2.0, 2),
+        ev("Check", 1003, "a"),
+    ]
     assert_restore_equivalent(plan, items)
