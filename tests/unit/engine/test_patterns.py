@@ -83,7 +83,7 @@ def test_fast_path_matches_the_general_machine(pattern: str, monkeypatch: pytest
     t = 1000
     for _ in range(300):
         t += rng.choice([0, 1, 3, 10, 40])
-        items.append(ev(rng.choice("AB"), t, rng.randrange(12)))
+        items.append(ev(rng.choice("AB"), t, rng.randrange(30)))
         if rng.random() < 0.05:
             items.append({"time": t + rng.randrange(100)})
             t = items[-1]["time"]
