@@ -92,7 +92,7 @@ def run(
         msg = f"cannot read {input_path}: {exc.strerror}"
         raise click.ClickException(msg) from None
 
-    show_progress = sys.stderr.isatty() and size > 1_000_000
+    show_progress = sys.stderr.isatty()
     bar = click.progressbar(length=size, label="replaying", file=sys.stderr) if show_progress else None
 
     def lines() -> Iterator[tuple[int, str]]:

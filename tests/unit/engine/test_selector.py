@@ -92,3 +92,15 @@ def test_insert_into_a_stream_defined_differently_is_an_error() -> None:
         engine.compile(
             "define stream S (v int); define stream Out (v long); from S select v insert into Out;"
         )
+
+
+@pytest.mark.parametrize(
+    "aggregate",
+    ["sum(v)", "avg(v)", "count()", "count(v)", "min(v)", "max(v)", "minForever(v)", "maxForever(v)",
+     "stdDev(v)", "distinctCount(k)", "and(v > 2.0)", "or(v > 4.0)", "unionSet(createSet(k))"],
+)  # fmt: skip
+@pytest.mark.parametrize("window", ["length(3)", "lengthBatch(2)", "time(1 sec)"])
+def test_every_aggregate_restores_exactly_in_every_window_kind(aggregate: str, window: str) -> None:
+    plan = f"define stream S (k string, v double); from S#window.{window} select {aggregate} as x insert all events into Out;"
+    items = events("S", [("a", 1.0), ("b", 3.0), ("a", 5.0), ("c", 2.0), ("b", 4.0), ("a", 6.0)], step=300)
+    assert_restore_equivalent(plan, items + [{"time": 5000}])
