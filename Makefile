@@ -19,7 +19,7 @@ run: $(STAMP)
 
 ## make test: set everything up and run the whole suite (lint, types, contracts, tests)
 test: $(STAMP) check
-	$(BIN)/pytest -q tests
+	$(BIN)/pytest -q --require-services tests
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit
