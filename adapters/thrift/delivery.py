@@ -1,0 +1,196 @@
+"""`GroupSender`: delivers a forwarder's events to one receiver group, come what may.
+
+Owns a bounded buffer and one sender thread per group. Events leave the buffer only when a
+receiver acknowledged their bundle (or rejected it with `ue`, which no retry can fix). A
+receiver that fails is left alone for a back-off that doubles up to a maximum, while the
+others of the group take the load (round robin) or the next takes over (fail-over). When
+the buffer is full, new events are dropped, counted and logged: never silently.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from itertools import islice
+
+from adapters.thrift.client import DataBridgeClient
+from adapters.thrift.endpoints import Endpoint, ReceiverGroup
+from adapters.thrift.errors import EventEncodingError, RemoteApplicationError, UndefinedEventType
+from adapters.thrift.events import WireEvent
+from engine.errors import CEPError
+
+log = logging.getLogger(__name__)
+
+_ATTEMPTS_BEFORE_REJECT = 3
+_OVERFLOW_LOG_INTERVAL = 10.0
+
+
+class _Receiver:
+    __slots__ = ("endpoint", "client", "down_until", "backoff", "down")
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        self.client: DataBridgeClient | None = None
+        self.down_until = 0.0
+        self.backoff = 0.0
+        self.down = False
+
+
+class GroupSender:
+    """Sends buffered events to the receivers of `group` on a thread of its own."""
+
+    def __init__(
+        self,
+        name: str,
+        group: ReceiverGroup,
+        open_client: Callable[[Endpoint], DataBridgeClient],
+        *,
+        capacity: int,
+        bundle_size: int,
+        retry_initial: float,
+        retry_max: float,
+    ) -> None:
+        self.name = name
+        self._failover = group.failover
+        self._receivers = [_Receiver(e) for e in group.endpoints]
+        self._open_client = open_client
+        self._capacity = capacity
+        self._bundle_size = bundle_size
+        self._retry_initial, self._retry_max = retry_initial, retry_max
+        self._buffer: deque[WireEvent] = deque()
+        self._cond = threading.Condition()
+        self._stopping = False
+        self._next = 0
+        self._attempts = 0
+        self._last_overflow_log = 0.0
+        self._thread = threading.Thread(target=self._run, name=f"forwarder-{name}", daemon=True)
+        self.sent = self.dropped = self.rejected = 0
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def offer(self, events: Sequence[WireEvent]) -> None:
+        with self._cond:
+            room = self._capacity - len(self._buffer)
+            self._buffer.extend(events if len(events) <= room else events[: max(room, 0)])
+            self._cond.notify()
+            lost = len(events) - max(room, 0)
+            if lost > 0:
+                self.dropped += lost
+                now = time.monotonic()
+                if now - self._last_overflow_log >= _OVERFLOW_LOG_INTERVAL:
+                    self._last_overflow_log = now
+                    log.warning(
+                        "forwarder %s: buffer of %d events full, %d events dropped so far",
+                        self.name,
+                        self._capacity,
+                        self.dropped,
+                    )
+
+    def pending(self) -> int:
+        with self._cond:
+            return len(self._buffer)
+
+    def wait_empty(self, timeout: float) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._buffer, timeout)
+
+    def stop(self, timeout: float) -> int:
+        """Stop sending (after at most `timeout` s of trying to empty the buffer); return the
+        number of events left unsent."""
+        self.wait_empty(timeout)
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        self._thread.join(timeout + 1.0)
+        for receiver in self._receivers:
+            if receiver.client is not None:
+                receiver.client.close()
+                receiver.client = None
+        with self._cond:
+            return len(self._buffer)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._buffer or self._stopping)
+                if self._stopping:
+                    return
+                batch = list(islice(self._buffer, self._bundle_size))
+            receiver = self._pick()
+            if receiver is None:
+                self._pause()
+                continue
+            self._send(receiver, batch)
+
+    def _pick(self) -> _Receiver | None:
+        now = time.monotonic()
+        count = len(self._receivers)
+        start = 0 if self._failover else self._next
+        for i in range(count):
+            receiver = self._receivers[(start + i) % count]
+            if receiver.down_until <= now:
+                if not self._failover:
+                    self._next = (start + i + 1) % count
+                return receiver
+        return None
+
+    def _pause(self) -> None:
+        wake = min(r.down_until for r in self._receivers)
+        with self._cond:
+            self._cond.wait_for(lambda: self._stopping, max(0.0, wake - time.monotonic()))
+
+    def _send(self, receiver: _Receiver, batch: list[WireEvent]) -> None:
+        try:
+            if receiver.client is None:
+                receiver.client = self._open_client(receiver.endpoint)
+            receiver.client.publish(batch)
+        except (UndefinedEventType, EventEncodingError) as exc:
+            self._finish(len(batch), rejected=exc)
+        except RemoteApplicationError as exc:
+            self._attempts += 1
+            if self._attempts >= _ATTEMPTS_BEFORE_REJECT:
+                self._finish(len(batch), rejected=exc)
+            else:
+                self._failed(receiver, exc)
+        except CEPError as exc:
+            self._failed(receiver, exc)
+        except Exception as exc:  # a bug in one send must not end delivery for good
+            log.exception("forwarder %s: sending to %s failed", self.name, receiver.endpoint.receiver)
+            self._failed(receiver, exc)
+        else:
+            self._finish(len(batch))
+            if receiver.down:
+                log.info("forwarder %s: %s is reachable again", self.name, receiver.endpoint.receiver)
+            receiver.down, receiver.backoff = False, 0.0
+
+    def _finish(self, n: int, rejected: Exception | None = None) -> None:
+        with self._cond:
+            for _ in range(n):
+                self._buffer.popleft()
+            self._attempts = 0
+            if rejected is None:
+                self.sent += n
+            else:
+                self.rejected += n
+            self._cond.notify_all()
+        if rejected is not None:
+            log.error("forwarder %s: receiver rejected a bundle of %d events: %s", self.name, n, rejected)
+
+    def _failed(self, receiver: _Receiver, exc: Exception) -> None:
+        if receiver.client is not None:
+            receiver.client.abandon()
+            receiver.client = None
+        receiver.backoff = min(self._retry_max, max(self._retry_initial, receiver.backoff * 2))
+        receiver.down_until = time.monotonic() + receiver.backoff
+        if not receiver.down:
+            log.warning(
+                "forwarder %s: %s unavailable (%s); events wait in the buffer, retrying",
+                self.name,
+                receiver.endpoint.receiver,
+                exc,
+            )
+        receiver.down = True

@@ -1,0 +1,133 @@
+"""TLS for the secure Data Bridge port and for clients (PROTOCOL §1, §9).
+
+Owns the server's SSL context (certificate from the settings, or a self-signed one made
+with `cryptography` on first start into `<data_dir>/tls/` and reused afterwards), the
+minimum protocol version, and the client context (no verification unless a CA file is
+given, and never host-name checks, like Java's TSSLTransportFactory).
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import logging
+import os
+import socket
+import ssl
+import warnings
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.x509.oid import NameOID
+
+from adapters.thrift.settings import ServerSettings
+from engine.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+TLS_VERSIONS = {
+    "TLSv1": ssl.TLSVersion.TLSv1,
+    "TLSv1.0": ssl.TLSVersion.TLSv1,
+    "TLSv1.1": ssl.TLSVersion.TLSv1_1,
+    "TLSv1.2": ssl.TLSVersion.TLSv1_2,
+    "TLSv1.3": ssl.TLSVersion.TLSv1_3,
+}
+CERT_NAME, KEY_NAME = "cert.pem", "key.pem"
+
+
+def tls_version(name: str) -> ssl.TLSVersion:
+    try:
+        return TLS_VERSIONS[name]
+    except KeyError:
+        msg = f"thrift.tls_min_version {name!r} is not one of {', '.join(TLS_VERSIONS)}"
+        raise ConfigError(msg) from None
+
+
+def server_context(settings: ServerSettings) -> tuple[ssl.SSLContext, Path]:
+    """The secure listener's context and the certificate file it serves."""
+    minimum = tls_version(settings.tls_min_version)
+    if settings.cert_file:
+        cert = Path(settings.cert_file)
+        key = Path(settings.key_file) if settings.key_file else None
+    else:
+        cert, key = self_signed(Path(settings.data_dir) / "tls")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        context.minimum_version = minimum
+    if minimum < ssl.TLSVersion.TLSv1_2:
+        context.set_ciphers("DEFAULT:@SECLEVEL=0")
+        log.warning("thrift TLS accepts %s for legacy clients; prefer TLSv1.2", settings.tls_min_version)
+    try:
+        context.load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as exc:
+        msg = f"thrift.cert_file {cert} / thrift.key_file {key}: cannot load the certificate ({exc})"
+        raise ConfigError(msg) from exc
+    return context, cert
+
+
+def self_signed(directory: Path) -> tuple[Path, Path]:
+    """`cert.pem` and `key.pem` in `directory`, generated on first use."""
+    cert, key = directory / CERT_NAME, directory / KEY_NAME
+    if cert.is_file() and key.is_file():
+        return cert, key
+    directory.mkdir(parents=True, exist_ok=True)
+    private_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    host = socket.gethostname()
+    name = x509.Name(
+        [
+            x509.NameAttribute(NameOID.COMMON_NAME, host),
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Cepheus"),
+        ]
+    )
+    alt_names = x509.SubjectAlternativeName(
+        [
+            x509.DNSName("localhost"),
+            x509.DNSName(host),
+            x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+            x509.IPAddress(ipaddress.ip_address("::1")),
+        ]
+    )
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(private_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=3650))
+        .add_extension(alt_names, critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(private_key, hashes.SHA256())
+    )
+    key_pem = private_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    _write(key, key_pem, 0o600)
+    _write(cert, certificate.public_bytes(serialization.Encoding.PEM), 0o644)
+    log.info("generated self-signed certificate %s; import it into the clients' truststore", cert)
+    return cert, key
+
+
+def _write(path: Path, data: bytes, mode: int) -> None:
+    """Write atomically, so a crash never leaves half a key behind."""
+    temporary = path.with_suffix(f".tmp{os.getpid()}")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+    os.replace(temporary, path)
+
+
+def client_context(ca_file: str | None = None) -> ssl.SSLContext:
+    """Verification off (self-signed servers) unless `ca_file` names the trusted CA(s)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    if ca_file:
+        context.load_verify_locations(ca_file)
+        context.verify_mode = ssl.CERT_REQUIRED
+    else:
+        context.verify_mode = ssl.CERT_NONE
+    return context

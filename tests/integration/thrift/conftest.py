@@ -1,0 +1,79 @@
+"""Real Data Bridge servers on 127.0.0.1 (free ports) for the Thrift integration tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.thrift.client import DataBridgeClient
+from adapters.thrift.definitions import WireStreamDefinition, parse_definition
+from adapters.thrift.events import WireEvent
+from adapters.thrift.memory import InMemoryHandler
+from adapters.thrift.server import DataBridgeServer
+from adapters.thrift.settings import ServerSettings
+from adapters.thrift.tls import self_signed
+
+PIZZA = parse_definition(
+    "{'name':'pizzaOrder','version':'1.0.0','payloadData':[{'name':'orderNo','type':'INT'},"
+    "{'name':'customerName','type':'STRING'},{'name':'price','type':'DOUBLE'},{'name':'delivered','type':'BOOL'}]}"
+)
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A node data directory whose generated certificate all test servers share."""
+    directory = tmp_path_factory.mktemp("node")
+    self_signed(directory / "tls")
+    return directory
+
+
+@pytest.fixture
+def settings(data_dir: Path) -> ServerSettings:
+    return ServerSettings(host="127.0.0.1", port=0, tls_port=0, data_dir=str(data_dir))
+
+
+@pytest.fixture
+def handler() -> InMemoryHandler:
+    return InMemoryHandler({"admin": "admin"}, [PIZZA])
+
+
+@pytest.fixture
+def server(settings: ServerSettings, handler: InMemoryHandler) -> Iterator[DataBridgeServer]:
+    with DataBridgeServer(settings, handler) as running:
+        yield running
+
+
+ClientFactory = Callable[..., DataBridgeClient]
+
+
+@pytest.fixture
+def make_client(server: DataBridgeServer) -> Iterator[ClientFactory]:
+    clients: list[DataBridgeClient] = []
+
+    def make(username: str = "admin", password: str = "admin", **options: Any) -> DataBridgeClient:
+        client = DataBridgeClient(
+            f"tcp://127.0.0.1:{server.port}",
+            f"ssl://127.0.0.1:{server.tls_port}",
+            username=username,
+            password=password,
+            timeout=10.0,
+            **options,
+        )
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.close()
+
+
+def pizza_events(n: int, start: int = 0, stream: WireStreamDefinition = PIZZA) -> list[WireEvent]:
+    return [
+        WireEvent(
+            stream.stream_id, 1_700_000_000_000 + i, None, None, (i, f"customer{i}", i * 1.5, i % 2 == 0)
+        )
+        for i in range(start, start + n)
+    ]
