@@ -1,0 +1,348 @@
+"""`BufferedAdapter`: the bounded buffer, background writer, retry and counters every remote adapter shares.
+
+A subclass says how to write one batch (`_write`) and, optionally, how to connect
+(`_open`), check records at publish time (`_check`) and clean up (`_close`). This module
+owns the rest:
+
+* a bounded FIFO buffer; `publish` appends what fits and refuses the rest (counted as
+  overflow, logged at most every `overflow_log_seconds`);
+* one writer thread taking batches of up to `batch_events` records (records published
+  with different fences never share a batch); a record leaves the buffer only once its
+  batch is resolved, so the bound covers everything not yet written;
+* `RetryLater` from the subclass (target down): keep the batch, wait with exponential
+  backoff from `retry_initial_ms` up to `retry_max_ms`, try again — nothing is lost while
+  the buffer holds;
+* `Refused` (target rejects the data): retry that batch one record at a time, so only the
+  bad records are rejected (counted and logged);
+* `FenceRaised`: discard the batch, counted as fenced.
+
+Imports `engine.errors`, `formatters.config` and sibling modules only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from adapters.output.base import AdapterStats, AdapterStopped, Fence
+from adapters.output.throttle import Throttle
+from engine.errors import AdapterError
+from formatters.config import Settings
+
+log = logging.getLogger(__name__)
+
+_Item = tuple[int, Any, "Fence | None"]  # (sequence number, record, fence)
+
+
+class RetryLater(AdapterError):
+    """The target is unavailable; the batch stays and is retried after a backoff."""
+
+
+class Refused(AdapterError):
+    """The target refused the batch for good (bad data, not a failure of the target)."""
+
+
+class FenceRaised(AdapterError):
+    """The fence raised inside the write; the batch is discarded."""
+
+
+@dataclass(frozen=True)
+class Buffering:
+    """How much to hold, how much to write at once, how to back off."""
+
+    buffer_events: int = 100_000
+    batch_events: int = 500
+    retry_initial_ms: int = 100
+    retry_max_ms: int = 10_000
+    overflow_log_seconds: float = 10.0
+
+    @classmethod
+    def read(cls, settings: Settings) -> Buffering:
+        d = cls()
+        value = cls(
+            buffer_events=settings.integer("buffer_events", d.buffer_events, minimum=1),
+            batch_events=settings.integer("batch_events", d.batch_events, minimum=1),
+            retry_initial_ms=settings.integer("retry_initial_ms", d.retry_initial_ms, minimum=1),
+            retry_max_ms=settings.integer("retry_max_ms", d.retry_max_ms, minimum=1),
+            overflow_log_seconds=settings.number("overflow_log_seconds", d.overflow_log_seconds, minimum=0),
+        )
+        if value.retry_max_ms < value.retry_initial_ms:
+            settings.fail("retry_max_ms", f"must be at least retry_initial_ms ({value.retry_initial_ms})")
+        return value
+
+    def backoff(self, failures: int) -> float:
+        """Seconds to wait after `failures` consecutive failures (1, 2, ...)."""
+        exponent = max(0, min(failures - 1, 32))
+        delay_ms: int = min(self.retry_max_ms, self.retry_initial_ms << exponent)
+        return delay_ms / 1000.0
+
+
+class BufferedAdapter:
+    """Base of adapters that deliver from a bounded buffer on a writer thread."""
+
+    kind = "buffered"
+    stop_grace_seconds = 2.0  # how long stop() waits for a writer stuck in a call to the target
+
+    def __init__(self, name: str, buffering: Buffering) -> None:
+        self.name = name
+        self.buffering = buffering
+        self._cond = threading.Condition()
+        self._buffer: deque[_Item] = deque()
+        self._seq = 0  # sequence number of the last accepted record
+        self._resolved = 0  # every record up to this number is no longer pending
+        self._isolate_through = 0  # records up to this number are written one at a time
+        self._counts = {k: 0 for k in ("published", "written", "overflow", "rejected", "fenced", "abandoned")}
+        self._counts.update(errors=0, in_doubt=0)
+        self._thread: threading.Thread | None = None
+        self._closing = False
+        self._stopped: bool | None = None  # the result of stop(), once stopped
+        self._abort = threading.Event()
+        self._opened = False
+        self._overflow_log = Throttle(buffering.overflow_log_seconds)
+        self._failure_log = Throttle(10.0)
+        self._reject_log = Throttle(10.0)
+
+    # ---- subclass hooks -------------------------------------------------------------------
+
+    def describe_target(self) -> str:
+        return self.kind
+
+    def _check(self, records: Sequence[Any]) -> None:
+        """Raise `RecordError` if a record cannot be written by this adapter at all."""
+
+    def _open(self) -> None:
+        """Connect / prepare the target; raise `RetryLater` while it is unavailable."""
+
+    def _write(self, records: list[Any], fence: Fence | None) -> None:
+        raise NotImplementedError
+
+    def _close(self) -> None:
+        """Release connections; called on the writer thread when it ends."""
+
+    def _count_in_doubt(self, n: int) -> None:
+        with self._cond:
+            self._counts["in_doubt"] += n
+
+    # ---- the adapter API ------------------------------------------------------------------
+
+    @property
+    def stats(self) -> AdapterStats:
+        with self._cond:
+            return AdapterStats(**self._counts, pending=len(self._buffer))
+
+    def start(self) -> None:
+        with self._cond:
+            if self._closing:
+                msg = f"adapter {self.name} has been stopped; build a new one"
+                raise AdapterStopped(msg)
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(target=self._run, name=f"adapter-{self.name}", daemon=True)
+            self._thread.start()
+
+    def publish(self, records: Sequence[Any], fence: Fence | None = None) -> int:
+        self._check(records)
+        with self._cond:
+            if self._closing:
+                msg = f"adapter {self.name} has been stopped; records can no longer be published"
+                raise AdapterStopped(msg)
+            accepted = min(len(records), self.buffering.buffer_events - len(self._buffer))
+            for record in itertools.islice(records, accepted):
+                self._seq += 1
+                self._buffer.append((self._seq, record, fence))
+            refused = len(records) - accepted
+            self._counts["published"] += accepted
+            self._counts["overflow"] += refused
+            total_refused = self._counts["overflow"]
+            if accepted:
+                self._cond.notify_all()
+        if refused:
+            allowed, held = self._overflow_log.allow()
+            if allowed:
+                log.warning(
+                    "adapter %s: buffer full (%d records waiting for %s); refused %d records "
+                    "(%d refused in total, %d overflow reports held back)",
+                    self.name,
+                    self.buffering.buffer_events,
+                    self.describe_target(),
+                    refused,
+                    total_refused,
+                    held,
+                )
+        return accepted
+
+    def flush(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            target = self._seq
+            while self._resolved < target:
+                if self._thread is None or not self._thread.is_alive():
+                    return False  # nobody is writing
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+            return True
+
+    def stop(self, timeout: float | None = None) -> bool:
+        with self._cond:
+            if self._stopped is not None:
+                return self._stopped
+            self._closing = True
+            self._cond.notify_all()
+        flushed = self.flush(timeout)
+        self._abort.set()
+        with self._cond:
+            self._cond.notify_all()
+        thread = self._thread
+        if thread is not None:
+            thread.join(self.stop_grace_seconds if timeout is not None else None)
+            if thread.is_alive():
+                log.warning(
+                    "adapter %s: writer still busy with %s at stop", self.name, self.describe_target()
+                )
+        with self._cond:
+            left = len(self._buffer)
+            if left:
+                self._counts["abandoned"] += left
+                self._buffer.clear()
+                self._resolved = self._seq
+                self._cond.notify_all()
+            self._stopped = flushed
+        if left:
+            log.warning("adapter %s: stopped with %d records not written (abandoned)", self.name, left)
+        if thread is None:
+            self._close()
+        return flushed
+
+    # ---- the writer thread ----------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except Exception:  # a bug: say so loudly, the records stay counted as pending
+            log.exception("adapter %s: writer thread failed", self.name)
+        finally:
+            try:
+                self._close()
+            except Exception:
+                log.exception("adapter %s: close failed", self.name)
+            with self._cond:
+                self._cond.notify_all()
+
+    def _next_batch(self) -> list[_Item]:
+        first = self._buffer[0]
+        limit = 1 if first[0] <= self._isolate_through else self.buffering.batch_events
+        batch: list[_Item] = []
+        for item in self._buffer:
+            if len(batch) >= limit or item[2] is not first[2]:
+                break
+            batch.append(item)
+        return batch
+
+    def _loop(self) -> None:
+        failures = 0
+        while True:
+            with self._cond:
+                while not self._buffer and not self._closing:
+                    self._cond.wait()
+                if self._abort.is_set() or not self._buffer:
+                    return
+                batch = self._next_batch()
+            records = [record for _, record, _ in batch]
+            try:
+                if not self._opened:
+                    self._open_or_retry()
+                self._write(records, batch[0][2])
+            except RetryLater as exc:
+                failures += 1
+                if self._retry_after(failures, exc):
+                    return
+                continue
+            except FenceRaised as exc:
+                self._resolve(batch, "fenced")
+                log.warning(
+                    "adapter %s: fence refused the write of %d records: %s", self.name, len(batch), exc
+                )
+            except Exception as exc:  # Refused, or a bug in the subclass: isolate the bad records
+                with self._cond:
+                    self._counts["errors"] += 1
+                if len(batch) > 1:
+                    with self._cond:
+                        self._isolate_through = batch[-1][0]
+                    log.info(
+                        "adapter %s: %s; writing those %d records one by one", self.name, exc, len(batch)
+                    )
+                    continue
+                self._resolve(batch, "rejected")
+                self._log_rejected(batch[0], exc)
+            else:
+                self._resolve(batch, "written")
+            if failures:
+                log.info(
+                    "adapter %s: %s is back after %d failed attempts",
+                    self.name,
+                    self.describe_target(),
+                    failures,
+                )
+                failures = 0
+                self._failure_log.reset()
+
+    def _open_or_retry(self) -> None:
+        try:
+            self._open()
+        except RetryLater:
+            raise
+        except Exception as exc:  # whatever stops us connecting is retried, never a reason to drop records
+            msg = f"cannot prepare {self.describe_target()}: {exc}"
+            raise RetryLater(msg) from exc
+        self._opened = True
+
+    def _retry_after(self, failures: int, exc: Exception) -> bool:
+        """Count the failure, log it (rate-limited) and back off; True when stop() aborted the wait."""
+        delay = self.buffering.backoff(failures)
+        with self._cond:
+            self._counts["errors"] += 1
+            pending = len(self._buffer)
+        allowed, held = self._failure_log.allow()
+        if allowed:
+            log.warning(
+                "adapter %s: %s unavailable (%s); %d records waiting, attempt %d, retrying in %.2fs%s",
+                self.name,
+                self.describe_target(),
+                exc,
+                pending,
+                failures,
+                delay,
+                f" ({held} similar reports held back)" if held else "",
+            )
+        return self._abort.wait(delay)
+
+    def _log_rejected(self, item: _Item, exc: Exception) -> None:
+        allowed, held = self._reject_log.allow()
+        if allowed:
+            log.error(
+                "adapter %s: %s rejected record %r: %s%s",
+                self.name,
+                self.describe_target(),
+                item[1],
+                exc,
+                f" ({held} more rejections held back)" if held else "",
+                exc_info=not isinstance(exc, Refused),
+            )
+
+    def _resolve(self, batch: list[_Item], outcome: str) -> None:
+        with self._cond:
+            if not self._buffer or self._buffer[0][0] != batch[0][0]:
+                return  # stop() abandoned the buffer meanwhile; those records are counted there
+            for _ in batch:
+                self._buffer.popleft()
+            self._counts[outcome] += len(batch)
+            self._resolved = batch[-1][0]
+            self._cond.notify_all()

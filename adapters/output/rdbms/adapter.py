@@ -1,0 +1,219 @@
+"""`RdbmsAdapter`: dict rows into a table of MySQL/MariaDB, PostgreSQL or SQLite, through SQLAlchemy.
+
+Owns the connection (a SQLAlchemy engine with pre-ping and driver timeouts), optional
+table creation, and one transaction per batch: the HA fence first, then the rows (see
+`statements`), then COMMIT. Outages are retried by `BufferedAdapter`; a commit that was
+interrupted is retried too and counted as in doubt (in insert mode the batch may then be
+written twice; the key modes are idempotent). A missing table is an outage too (with
+`create_table` it is created again), so records are not rejected while someone fixes it.
+Imports `engine.errors`, `formatters` and sibling modules only.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+
+from adapters.output.base import Fence, RecordError
+from adapters.output.buffered import BufferedAdapter, FenceRaised, Refused, RetryLater
+from adapters.output.rdbms.failures import is_outage, table_exists
+from adapters.output.rdbms.schema import IDENTIFIER_RULE, build_table, is_identifier, lightweight_table
+from adapters.output.rdbms.settings import Mode, RdbmsSettings
+from adapters.output.rdbms.statements import write_rows
+
+log = logging.getLogger(__name__)
+
+_SHAPE_CACHE = 1024
+
+
+def first_line(exc: BaseException) -> str:
+    """The driver's own message, first line only (SQLAlchemy appends SQL and a help link)."""
+    text = str(exc.orig) if isinstance(exc, sa_exc.DBAPIError) else str(exc)
+    lines = text.strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def engine_for(settings: RdbmsSettings) -> sa.Engine:
+    """A SQLAlchemy engine with pre-ping and the configured timeout applied to the driver."""
+    url = settings.url
+    backend, driver = url.get_backend_name(), url.get_driver_name()
+    t = settings.timeout_s
+    args: dict[str, Any] = {}
+    options: dict[str, Any] = {"pool_pre_ping": True}
+    if backend == "mysql" and driver in ("pymysql", "mysqldb"):
+        args = {"connect_timeout": math.ceil(t), "read_timeout": math.ceil(t), "write_timeout": math.ceil(t)}
+    elif backend == "postgresql" and driver == "psycopg2":
+        # keepalives and tcp_user_timeout notice a silently dead network during a statement
+        args = {
+            "connect_timeout": max(2, math.ceil(t)),
+            "keepalives": 1,
+            "keepalives_idle": max(1, math.ceil(t / 2)),
+            "keepalives_interval": 1,
+            "keepalives_count": 3,
+            "tcp_user_timeout": math.ceil(t * 1000),
+        }
+    elif backend == "sqlite":
+        args = {"timeout": t}
+    if backend != "sqlite":
+        options.update(pool_size=2, max_overflow=2, pool_recycle=1800, pool_timeout=t)
+    args = {k: v for k, v in args.items() if k not in url.query}  # the URL's own options win
+    return sa.create_engine(url, connect_args=args, **options)
+
+
+class RdbmsAdapter(BufferedAdapter):
+    """Writes map-formatter rows to one table in `insert`, `update` or `insert-or-update` mode."""
+
+    kind = "rdbms"
+    integrity_retries = 3  # insert-or-update racing another writer that inserted the same key
+
+    def __init__(self, name: str, settings: RdbmsSettings) -> None:
+        super().__init__(name, settings.buffering)
+        self.settings = settings
+        self._engine: sa.Engine | None = None
+        self._table: sa.Table | None = None
+        if settings.columns:
+            primary = settings.key_columns if settings.mode is not Mode.INSERT else ()
+            self._table = build_table(settings.table, settings.schema, settings.columns, primary)
+        self._shapes: set[tuple[str, ...]] = set()
+        where = settings.url.render_as_string(hide_password=True)
+        self._target = f"database {where} table {settings.table}"
+
+    def describe_target(self) -> str:
+        return self._target
+
+    # ---- publish-time checks -----------------------------------------------------------------
+
+    def _check(self, records: Sequence[Any]) -> None:
+        for i, record in enumerate(records):
+            if not isinstance(record, Mapping):
+                msg = f"adapter {self.name}: record {i} is a {type(record).__name__}, not a row; use the map formatter"
+                raise RecordError(msg)
+            shape = tuple(record)
+            if shape not in self._shapes:
+                self._check_shape(i, shape)
+                if len(self._shapes) >= _SHAPE_CACHE:
+                    self._shapes.clear()
+                self._shapes.add(shape)
+
+    def _check_shape(self, i: int, shape: tuple[str, ...]) -> None:
+        s = self.settings
+        problem = None
+        if not shape:
+            problem = "has no columns"
+        for column in shape:
+            if not is_identifier(column):
+                problem = f"has column name {column!r}, which is not a valid identifier ({IDENTIFIER_RULE})"
+            elif s.columns and column not in s.column_names:
+                problem = f"has column {column!r}, which is not one of the declared columns"
+            if problem:
+                break
+        missing = [k for k in s.key_columns if k not in shape] if s.mode is not Mode.INSERT else []
+        if problem is None and missing:
+            problem = f"lacks key column(s) {', '.join(missing)}"
+        if problem is not None:
+            msg = f"adapter {self.name}: record {i} {problem}"
+            raise RecordError(msg)
+
+    # ---- the writer thread -------------------------------------------------------------------
+
+    def _get_engine(self) -> sa.Engine:
+        if self._engine is None:
+            self._engine = engine_for(self.settings)
+        return self._engine
+
+    def _open(self) -> None:
+        engine = self._get_engine()
+        if not self.settings.create_table or self._table is None:
+            return
+        try:
+            with engine.begin() as conn:
+                self._table.create(conn, checkfirst=True)
+        except Exception as exc:
+            if table_exists(engine, self.settings.table, self.settings.schema):
+                return  # another node created it first
+            msg = f"cannot create table {self.settings.table}: {exc}"
+            raise RetryLater(msg) from exc
+
+    def _close(self) -> None:
+        if self._engine is not None:
+            self._engine.dispose()
+
+    def _write(self, records: list[Any], fence: Fence | None) -> None:
+        engine = self._get_engine()
+        table: sa.TableClause
+        if self._table is not None:
+            table = self._table
+        else:
+            columns = sorted({c for r in records for c in r})
+            table = lightweight_table(self.settings.table, self.settings.schema, columns)
+        attempt = 0
+        while True:
+            try:
+                self._transaction(engine, table, records, fence)
+                return
+            except (FenceRaised, RetryLater):
+                raise
+            except sa_exc.IntegrityError as exc:
+                if self.settings.mode is Mode.INSERT_OR_UPDATE and attempt < self.integrity_retries:
+                    attempt += 1  # another writer inserted one of our keys meanwhile: now it updates
+                    continue
+                raise self._classify(exc, engine) from exc
+            except Exception as exc:
+                raise self._classify(exc, engine) from exc
+
+    def _transaction(
+        self, engine: sa.Engine, table: sa.TableClause, records: list[Any], fence: Fence | None
+    ) -> None:
+        s = self.settings
+        with engine.connect() as conn:
+            trans = conn.begin()
+            try:
+                if fence is not None:
+                    self._run_fence(engine, conn, fence)
+                outcome = write_rows(conn, table, s.mode, s.key_columns, records)
+            except BaseException:
+                if trans.is_active:
+                    try:
+                        trans.rollback()
+                    except Exception:
+                        log.debug("adapter %s: rollback failed", self.name, exc_info=True)
+                raise
+            try:
+                trans.commit()
+            except Exception as exc:
+                if is_outage(exc, engine):
+                    self._count_in_doubt(len(records))
+                    msg = f"commit of {len(records)} records interrupted, retrying ({first_line(exc)})"
+                    raise RetryLater(msg) from exc
+                raise
+        if outcome.unmatched:
+            log.debug("adapter %s: %d updates matched no row", self.name, outcome.unmatched)
+
+    def _run_fence(self, engine: sa.Engine, conn: sa.Connection, fence: Fence) -> None:
+        try:
+            fence(conn)
+        except Exception as exc:
+            if isinstance(exc, sa_exc.SQLAlchemyError) and is_outage(exc, engine):
+                raise  # the database, not the lease, is the problem: retry
+            msg = f"{type(exc).__name__}: {exc}"
+            raise FenceRaised(msg) from exc
+
+    def _classify(self, exc: Exception, engine: sa.Engine) -> Exception:
+        """RetryLater for an outage or a missing table, Refused when the rows are at fault."""
+        text = first_line(exc)
+        if is_outage(exc, engine):
+            engine.dispose()  # drop every pooled connection: they may all be dead
+            return RetryLater(text)
+        exists = table_exists(engine, self.settings.table, self.settings.schema)
+        if exists is None:
+            return RetryLater(text)
+        if not exists:
+            if self.settings.create_table:
+                self._opened = False  # create it again before the next attempt
+            return RetryLater(f"table {self.settings.table} does not exist ({text})")
+        return Refused(text)

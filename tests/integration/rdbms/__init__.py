@@ -1,0 +1,1 @@
+"""The RDBMS output adapter against SQLite, MariaDB and PostgreSQL."""

@@ -1,0 +1,190 @@
+"""The shared buffer/writer/retry machinery, through the in-memory double."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from adapters.output import AdapterStopped, Buffering, MemoryAdapter
+from adapters.output.throttle import Throttle
+
+
+def fast(**kwargs: int) -> Buffering:
+    return Buffering(**{"retry_initial_ms": 5, "retry_max_ms": 20, **kwargs})
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.005)
+
+
+Make = Callable[..., MemoryAdapter]
+
+
+@pytest.fixture
+def adapter() -> Iterator[Make]:
+    made: list[MemoryAdapter] = []
+
+    def make(
+        buffering: Buffering | None = None, refuse: Callable[[object], bool] | None = None
+    ) -> MemoryAdapter:
+        a = MemoryAdapter(buffering=buffering, refuse=refuse)
+        made.append(a)
+        return a
+
+    yield make
+    for a in made:
+        a.stop(timeout=1.0)
+
+
+def test_records_are_written_in_order_in_bounded_batches(adapter: Make) -> None:
+    out = adapter(buffering=fast(batch_events=3))
+    assert out.publish(list(range(10))) == 10
+    out.start()
+    assert out.flush(timeout=5)
+    assert out.written == list(range(10))
+    assert max(len(b) for b in out.batches) <= 3
+    s = out.stats
+    assert (s.published, s.written, s.pending, s.dropped) == (10, 10, 0, 0)
+
+
+def test_records_wait_while_the_target_is_down_and_none_are_lost(adapter: Make) -> None:
+    out = adapter(buffering=fast())
+    out.available = False
+    out.start()
+    out.publish(list(range(50)))
+    wait_for(lambda: out.stats.errors >= 3)
+    assert not out.flush(timeout=0.05)
+    assert out.stats.pending == 50 and out.written == []
+    out.available = True
+    out.publish(list(range(50, 60)))
+    assert out.flush(timeout=5)
+    assert out.written == list(range(60))
+    assert out.stats.dropped == 0
+
+
+def test_a_full_buffer_refuses_records_and_counts_and_logs_the_overflow(
+    adapter: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    out = adapter(buffering=fast(buffer_events=5))
+    out.available = False
+    out.start()
+    with caplog.at_level(logging.WARNING, logger="adapters.output.buffered"):
+        assert out.publish(list(range(8))) == 5
+        assert out.publish([8, 9]) == 0  # within the log interval: counted, not logged again
+    s = out.stats
+    assert (s.published, s.overflow, s.pending, s.dropped) == (5, 5, 5, 5)
+    lines = [r.getMessage() for r in caplog.records if "buffer full" in r.getMessage()]
+    assert len(lines) == 1 and "refused 3 records" in lines[0]
+    out.available = True
+    assert out.flush(timeout=5)
+    assert out.written == [0, 1, 2, 3, 4]
+
+
+def test_refused_batches_are_retried_one_by_one_so_only_bad_records_are_rejected(
+    adapter: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    out = adapter(buffering=fast(batch_events=10), refuse=lambda r: r == "bad")
+    out.publish(["a", "bad", "c", "d"])
+    with caplog.at_level(logging.ERROR, logger="adapters.output.buffered"):
+        out.start()
+        assert out.flush(timeout=5)
+    assert out.written == ["a", "c", "d"]
+    s = out.stats
+    assert (s.written, s.rejected, s.dropped) == (3, 1, 1)
+    assert any("rejected record 'bad'" in r.getMessage() for r in caplog.records)
+
+
+def test_a_raising_fence_discards_its_records_and_others_are_written(adapter: Make) -> None:
+    out = adapter(buffering=fast())
+    calls: list[object] = []
+
+    def deposed(handle: object) -> None:
+        calls.append(handle)
+        raise RuntimeError("epoch 3 is stale")
+
+    out.publish([1, 2], fence=deposed)
+    out.publish([3], fence=lambda handle: None)
+    out.start()
+    assert out.flush(timeout=5)
+    assert out.written == [3]
+    assert out.stats.fenced == 2 and calls == [None]
+    assert [len(b) for b in out.batches] == [1]  # records of different fences never share a batch
+
+
+def test_stop_flushes_then_abandons_what_cannot_be_written(
+    adapter: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    out = adapter(buffering=fast())
+    out.available = False
+    out.start()
+    out.publish([1, 2, 3])
+    with caplog.at_level(logging.WARNING, logger="adapters.output.buffered"):
+        assert out.stop(timeout=0.1) is False
+    s = out.stats
+    assert (s.abandoned, s.pending, s.dropped) == (3, 0, 3)
+    assert any("3 records not written" in r.getMessage() for r in caplog.records)
+    with pytest.raises(AdapterStopped):
+        out.publish([4])
+    with pytest.raises(AdapterStopped):
+        out.start()
+
+
+def test_stop_waits_for_the_buffer_to_drain(adapter: Make) -> None:
+    out = adapter(buffering=fast(batch_events=1))
+    out.start()
+    out.publish(list(range(100)))
+    assert out.stop(timeout=5) is True
+    assert out.written == list(range(100))
+    assert out.stop() is True  # idempotent
+
+
+def test_flush_without_a_writer_returns_false_at_once(adapter: Make) -> None:
+    out = adapter()
+    assert out.flush(timeout=10) is True  # nothing pending
+    out.publish([1])
+    started = time.monotonic()
+    assert out.flush(timeout=10) is False
+    assert time.monotonic() - started < 1
+
+
+def test_publishing_from_many_threads_keeps_every_record(adapter: Make) -> None:
+    out = adapter(buffering=fast(batch_events=7))
+    out.start()
+
+    def produce(base: int) -> None:
+        for i in range(200):
+            out.publish([base + i])
+
+    threads = [threading.Thread(target=produce, args=(k * 1000,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert out.flush(timeout=5)
+    assert sorted(out.written) == sorted(k * 1000 + i for k in range(4) for i in range(200))
+    for k in range(4):  # each producer's records stay in its order
+        mine = [r for r in out.written if r // 1000 == k]
+        assert mine == sorted(mine)
+
+
+def test_backoff_doubles_up_to_the_maximum() -> None:
+    b = Buffering(retry_initial_ms=100, retry_max_ms=1000)
+    assert [b.backoff(n) for n in range(1, 7)] == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
+    assert b.backoff(10_000) == 1.0
+
+
+def test_throttle_lets_one_through_per_interval_and_counts_the_rest() -> None:
+    now = [0.0]
+    t = Throttle(10.0, clock=lambda: now[0])
+    assert t.allow() == (True, 0)
+    assert t.allow() == (False, 0)
+    assert t.allow() == (False, 0)
+    now[0] = 10.0
+    assert t.allow() == (True, 2)
