@@ -16,6 +16,7 @@ from adapters.output.base import AdapterConfigError, OutputAdapter
 from adapters.output.http_post import HttpAdapter
 from adapters.output.logger import LoggerAdapter
 from adapters.output.rdbms import RdbmsAdapter, RdbmsSettings
+from adapters.output.wso2event import Wso2EventAdapter
 from formatters.config import Settings
 
 Datasources = Mapping[str, "str | sa.URL"]
@@ -30,6 +31,7 @@ _BUILDERS: dict[str, Callable[[str, Settings, Datasources], OutputAdapter]] = {
     "mysql": _rdbms,  # WSO2 CEP's name for it; any SQLAlchemy URL works
     "logger": lambda name, settings, _: LoggerAdapter(name, settings),
     "http": lambda name, settings, _: HttpAdapter(name, settings),
+    "wso2event": lambda name, settings, _: Wso2EventAdapter(name, settings),
 }
 
 ADAPTER_TYPES = tuple(_BUILDERS)
