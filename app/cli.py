@@ -145,6 +145,16 @@ def run(
             os.unlink(tmp_path)
 
 
+def _register_commands() -> None:
+    from app.commands.registry import COMMANDS
+
+    for command in COMMANDS:
+        main.add_command(command)
+
+
+_register_commands()
+
+
 def entry() -> None:
     """Console entry point: never shows a traceback to the user."""
     try:

@@ -226,8 +226,8 @@ def _validate(cfg: Config) -> None:
         msg = "thrift.tls_min_version must be TLSv1, TLSv1.1, TLSv1.2 or TLSv1.3"
         raise ConfigError(msg)
     for address in cfg.cluster.wka:
-        host, _, port = address.rpartition(":")
-        if not host or not port.isdigit():
+        host, _, port_text = address.rpartition(":")
+        if not host or not port_text.isdigit():
             msg = f"cluster.wka entry {address!r} must be host:port"
             raise ConfigError(msg)
 

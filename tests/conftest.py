@@ -18,9 +18,15 @@ DEFAULT_POSTGRES = "postgresql+psycopg2://postgres@127.0.0.1:5432/test"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--require-services", action="store_true", help="fail (not skip) when a test's server is missing")
-    parser.addoption("--mysql-url", default=DEFAULT_MYSQL, help="SQLAlchemy URL of the MariaDB/MySQL test database")
-    parser.addoption("--postgres-url", default=DEFAULT_POSTGRES, help="SQLAlchemy URL of the PostgreSQL test database")
+    parser.addoption(
+        "--require-services", action="store_true", help="fail (not skip) when a test's server is missing"
+    )
+    parser.addoption(
+        "--mysql-url", default=DEFAULT_MYSQL, help="SQLAlchemy URL of the MariaDB/MySQL test database"
+    )
+    parser.addoption(
+        "--postgres-url", default=DEFAULT_POSTGRES, help="SQLAlchemy URL of the PostgreSQL test database"
+    )
 
 
 def _reachable(url: str) -> bool:

@@ -17,7 +17,8 @@ SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 
 def test_pizza_plan_prints_exactly_the_three_delivered_orders() -> None:
     result = CliRunner().invoke(
-        main, ["run", str(SAMPLES / "pizza" / "plan.siddhi"), "--input", str(SAMPLES / "pizza" / "events.jsonl")]
+        main,
+        ["run", str(SAMPLES / "pizza" / "plan.siddhi"), "--input", str(SAMPLES / "pizza" / "events.jsonl")],
     )
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in result.stdout.splitlines()]
@@ -41,7 +42,9 @@ def test_temperature_plan_compiles_keeps_dist_annotations_and_runs_locally() -> 
     dist = [find_annotation(q.annotations, "dist") for q in app.elements]
     assert [d.get("execGroup") for d in dist] == ["group1", "group1", "group2"]
     assert dist[2].get("parallel") == "2"
-    items = events("TempStream", [(1, 101, 35.0), (2, 101, 41.0), (3, 105, 45.0), (4, 120, 50.0)], step=60_000)
+    items = events(
+        "TempStream", [(1, 101, 35.0), (2, 101, 41.0), (3, 105, 45.0), (4, 120, 50.0)], step=60_000
+    )
     c = run(plan, items)
     assert c.rows("HighTempStream") == [(101, 41.0), (105, 45.0)]
     assert c.rows("AlertStream") == [(101, 35.0, 41.0)]

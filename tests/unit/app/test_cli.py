@@ -36,7 +36,11 @@ def test_validate_prints_file_line_col_and_a_caret(tmp_path: Path) -> None:
     plan.write_text("define stream S (a int);\nfrom S[b > 1] select a insert into T;\n")
     code, _, err = invoke("validate", str(plan))
     assert code == 1
-    assert err.splitlines() == [f"{plan}:2:8: unknown attribute 'b'", "    from S[b > 1] select a insert into T;", "           ^"]
+    assert err.splitlines() == [
+        f"{plan}:2:8: unknown attribute 'b'",
+        "    from S[b > 1] select a insert into T;",
+        "           ^",
+    ]
 
 
 def test_run_writes_results_as_json_lines(files: Path) -> None:
@@ -55,16 +59,27 @@ def test_run_writes_results_as_json_lines(files: Path) -> None:
     [
         ("not json", "in.jsonl:2: not valid JSON"),
         ('{"stream": "Nope", "data": []}', "in.jsonl:2: unknown input stream 'Nope'"),
-        ('{"stream": "S", "data": ["a"]}', "in.jsonl:2: stream 'S': stream 'S' has 2 attributes, got 1 values"),
-        ('{"stream": "S", "data": ["a", "x"]}', "in.jsonl:2: stream 'S': attribute 'price': expected double, got string 'x'"),
-        ('{"stream": "S", "timestamp": "soon", "data": ["a", 1]}', "in.jsonl:2: 'timestamp' must be an integer"),
+        (
+            '{"stream": "S", "data": ["a"]}',
+            "in.jsonl:2: stream 'S': stream 'S' has 2 attributes, got 1 values",
+        ),
+        (
+            '{"stream": "S", "data": ["a", "x"]}',
+            "in.jsonl:2: stream 'S': attribute 'price': expected double, got string 'x'",
+        ),
+        (
+            '{"stream": "S", "timestamp": "soon", "data": ["a", 1]}',
+            "in.jsonl:2: 'timestamp' must be an integer",
+        ),
     ],
 )
 def test_a_bad_input_line_stops_the_run_and_writes_nothing(files: Path, line: str, message: str) -> None:
     (files / "in.jsonl").write_text('{"stream": "S", "timestamp": 1000, "data": ["a", 50.0]}\n' + line + "\n")
     out = files / "out.jsonl"
     out.write_text("previous results\n")
-    code, _, err = invoke("run", str(files / "plan.siddhi"), "--input", str(files / "in.jsonl"), "--output", str(out))
+    code, _, err = invoke(
+        "run", str(files / "plan.siddhi"), "--input", str(files / "in.jsonl"), "--output", str(out)
+    )
     assert code == 1
     assert message in err
     assert "Traceback" not in err
@@ -75,7 +90,9 @@ def test_a_bad_input_line_stops_the_run_and_writes_nothing(files: Path, line: st
 def test_run_output_file_is_replaced_on_success(files: Path) -> None:
     (files / "in.jsonl").write_text('{"stream": "S", "timestamp": 1000, "data": ["a", 50.0]}\n')
     out = files / "out.jsonl"
-    code, _, err = invoke("run", str(files / "plan.siddhi"), "--input", str(files / "in.jsonl"), "--output", str(out))
+    code, _, err = invoke(
+        "run", str(files / "plan.siddhi"), "--input", str(files / "in.jsonl"), "--output", str(out)
+    )
     assert code == 0 and "1 events written" in err
     assert json.loads(out.read_text())["data"] == ["a", 50.0]
 
@@ -89,6 +106,11 @@ def test_run_rejects_an_invalid_plan_with_its_position(files: Path) -> None:
 
 def test_the_installed_command_never_shows_a_traceback(tmp_path: Path) -> None:
     cepheus = Path(sys.executable).parent / "cepheus"
-    result = subprocess.run([str(cepheus), "run", str(tmp_path / "missing.siddhi"), "--input", "x"], capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [str(cepheus), "run", str(tmp_path / "missing.siddhi"), "--input", "x"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 1
     assert "cannot read plan" in result.stderr and "Traceback" not in result.stderr

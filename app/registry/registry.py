@@ -1,0 +1,157 @@
+"""`Registry`: the node's handle on the shared registry database (connections, transactions, schema).
+
+Every method runs in its own transaction; `transaction()` groups several writes into one
+(all or nothing, one revision). Reads see committed data only. Imports the registry's store,
+migrations and values.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+from app.registry import migrate
+from app.registry.crud import Crud
+from app.registry.operations import Store
+from app.registry.store import Change
+from app.registry.users import verify_password
+
+log = logging.getLogger(__name__)
+
+
+def create_engine(url: str) -> sa.Engine:
+    """An engine for a registry URL; SQLite gets real transactions, foreign keys, WAL and a busy timeout.
+
+    `sqlite://` (in memory) shares one connection: for tests, not for concurrent use.
+    """
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return sa.create_engine(parsed, pool_pre_ping=True)
+    database = parsed.database or ""
+    in_memory = database in ("", ":memory:")
+    if in_memory:
+        # one shared connection, or every connection would see a database of its own
+        engine = sa.create_engine(
+            parsed, poolclass=sa.pool.StaticPool, connect_args={"check_same_thread": False}
+        )
+    else:
+        if not database.startswith("file:"):
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(parsed, connect_args={"timeout": 60})
+
+    @sa.event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: Any, _record: Any) -> None:
+        # let SQLAlchemy, not pysqlite, decide where transactions begin (see `_begin`)
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.execute("PRAGMA busy_timeout = 60000")
+        if not in_memory:
+            # readers (nodes polling for changes) and one writer do not block each other
+            cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _begin(conn: sa.Connection) -> None:
+        # writers take the database's write lock at once: no lock upgrade, no SQLITE_BUSY later
+        write = conn.get_execution_options().get("cepheus_write", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    return engine
+
+
+class Registry(Crud):
+    """The registry at `url` (SQLAlchemy URL: sqlite, mysql+pymysql, postgresql+psycopg2).
+
+    CRUD per entity comes from `Crud`; see there.
+    """
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = create_engine(url)
+
+    def __repr__(self) -> str:
+        return f"Registry({self.engine.url.render_as_string(hide_password=True)!r})"
+
+    def __enter__(self) -> Registry:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # ---- schema ---------------------------------------------------------------------------
+
+    def migrate(self) -> tuple[str | None, str]:
+        """Upgrade the schema to the newest version (safe when nodes start together); (before, after)."""
+        return migrate.upgrade(self.engine)
+
+    def check_schema(self) -> None:
+        """Raise `SchemaError` unless the schema is exactly this code's (missing, older or newer)."""
+        with self.engine.connect() as conn:
+            migrate.check(conn)
+
+    def schema_version(self) -> str | None:
+        with self.engine.connect() as conn:
+            return migrate.current(conn)
+
+    # ---- transactions ---------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[Store]:
+        """A `Store` whose writes commit together (after their references check out) or not at all."""
+        with self.engine.connect() as conn:
+            conn.execution_options(**migrate.WRITE)
+            with conn.begin():
+                store = Store(conn, writable=True)
+                yield store
+                store.verify()
+
+    @contextmanager
+    def reading(self) -> Iterator[Store]:
+        """A read-only `Store` on one connection (one snapshot where the database offers it)."""
+        with self.engine.connect() as conn:
+            if conn.dialect.name == "postgresql":  # MySQL/MariaDB and SQLite read a snapshot already
+                conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin():
+                yield Store(conn, writable=False)
+
+    # ---- revisions ------------------------------------------------------------------------
+
+    def revision(self) -> int:
+        """The global revision: bumped once by every transaction that changes anything."""
+        with self.reading() as store:
+            return store.revision()
+
+    def changes_since(self, revision: int) -> list[Change]:
+        """The last change of every entity changed after `revision`, oldest first."""
+        with self.reading() as store:
+            return store.changes_since(revision)
+
+    # ---- users ----------------------------------------------------------------------------
+
+    def verify_user(self, name: str, password: str) -> bool:
+        """Whether `password` is `name`'s (in constant time; as slow for unknown users)."""
+        with self.reading() as store:
+            user = store.get_user(name)
+        return verify_password(password, None if user is None else user.password_hash)
+
+    def ensure_admin(self, password_from_env: str | None) -> str | None:
+        """On first start (no users) create `admin`.
+
+        The password is `password_from_env` (CEPHEUS_ADMIN_PASSWORD) if given, else a random one,
+        which is returned for the caller to show once. Never resets an existing user.
+        """
+        with self.transaction() as store:
+            generated = store.ensure_admin(password_from_env or None)
+        if password_from_env and store.touched:
+            log.info("created user admin with the password from CEPHEUS_ADMIN_PASSWORD")
+        return generated
