@@ -146,9 +146,11 @@ def run(
 
 
 def _register_commands() -> None:
+    from app.commands.publish import publish
     from app.commands.registry import COMMANDS
+    from app.commands.server import server
 
-    for command in COMMANDS:
+    for command in (*COMMANDS, server, publish):
         main.add_command(command)
 
 

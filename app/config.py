@@ -45,6 +45,7 @@ class Console:
 
 @dataclass(frozen=True)
 class Thrift:
+    enabled: bool = True  # when the registry has no thrift receiver entry
     host: str = "0.0.0.0"
     port: int = 7611
     tls_port: int = 7711
@@ -58,7 +59,8 @@ class Thrift:
 
 @dataclass(frozen=True)
 class Http:
-    enabled: bool = True  # POST /events/<stream>:<version> on the console port
+    enabled: bool = True  # POST /events/<stream>:<version>, when the registry has no http receiver entry
+    max_request_bytes: int = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,7 @@ class Adapters:
     batch_events: int = 500
     retry_initial_ms: int = 100
     retry_max_ms: int = 10_000
+    stop_timeout_seconds: float = 30.0  # how long stopping waits for an adapter to deliver its buffer
 
 
 @dataclass(frozen=True)
@@ -218,6 +221,12 @@ def _validate(cfg: Config) -> None:
         raise ConfigError(msg)
     if cfg.ha.renew_seconds >= cfg.ha.lease_seconds:
         msg = "ha.renew_seconds must be less than ha.lease_seconds"
+        raise ConfigError(msg)
+    if cfg.http.max_request_bytes <= 0:
+        msg = "http.max_request_bytes must be positive"
+        raise ConfigError(msg)
+    if cfg.adapters.stop_timeout_seconds < 0:
+        msg = "adapters.stop_timeout_seconds must be 0 or more"
         raise ConfigError(msg)
     if cfg.adapters.buffer_events <= 0 or cfg.adapters.batch_events <= 0:
         msg = "adapters.buffer_events and adapters.batch_events must be positive"

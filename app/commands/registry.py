@@ -51,7 +51,7 @@ def _load_config(config_path: str | None) -> app_config.Config:
 
 
 @contextmanager
-def _registry(config_path: str | None, *, check: bool = True) -> Iterator[Registry]:
+def registry_from_config(config_path: str | None, *, check: bool = True) -> Iterator[Registry]:
     """The configured registry; configuration, schema and connection problems exit 1 with a message."""
     registry = None
     try:
@@ -91,7 +91,7 @@ def upgrade(config_path: str | None, sql: bool) -> None:
             click.echo(f"error: {exc}", err=True)
             sys.exit(1)
         return
-    with _registry(config_path, check=False) as registry:
+    with registry_from_config(config_path, check=False) as registry:
         before, after = registry.migrate()
         where = registry.engine.url.render_as_string(hide_password=True)
         if before == after:
@@ -104,7 +104,7 @@ def upgrade(config_path: str | None, sql: bool) -> None:
 @config_option
 def current(config_path: str | None) -> None:
     """Print the registry's schema version and whether this code expects it."""
-    with _registry(config_path, check=False) as registry:
+    with registry_from_config(config_path, check=False) as registry:
         version = registry.schema_version()
         head = registry_migrate.head()
         state = "up to date" if version == head else f"this code expects {head}"
@@ -121,7 +121,7 @@ def apply(file: str, config_path: str | None, dry_run: bool) -> None:
     FILE is TOML or YAML (by extension); everything is applied in one transaction, and
     entries that match the registry are left alone ("unchanged").
     """
-    with _registry(config_path) as registry:
+    with registry_from_config(config_path) as registry:
         results = apply_file(registry, file, dry_run=dry_run)
         for result in results:
             click.echo(str(result))
@@ -148,7 +148,7 @@ def export(config_path: str | None, fmt: str | None, output: str | None, plan_di
     if plan_dir is not None and output is None:
         msg = "--plan-dir needs --output"
         raise click.UsageError(msg)
-    with _registry(config_path) as registry:
+    with registry_from_config(config_path) as registry:
         if output is None:
             click.echo(dump_document(export_document(registry), fmt or "toml"), nl=False)
             return

@@ -131,17 +131,34 @@ def _at(annotation: Annotation, message: str) -> Diagnostic:
     return Diagnostic(message, s.line, s.col, s.end_line, s.end_col)
 
 
+@dataclass(frozen=True)
+class StreamBinding:
+    """A plan stream bound to a registered stream: `@Import('id')` (input) or `@Export('id')` (output)."""
+
+    direction: str  # "import" or "export"
+    stream: str  # the stream's name in the plan
+    stream_id: str  # the registered stream, name:version
+
+
+def stream_bindings(app: engine.App) -> list[StreamBinding]:
+    """Every `@Import`/`@Export` of a parsed plan, in the order of the text."""
+    out = []
+    for definition in app.definitions:
+        if not isinstance(definition, SiddhiStream):
+            continue
+        for annotation in definition.annotations:
+            if annotation.key in ("import", "export"):
+                value = annotation.get(None) or annotation.get("stream")
+                if value:
+                    sid = stream_id(*split_stream_id(value))
+                    out.append(StreamBinding(annotation.key, definition.name, sid))
+    return out
+
+
 def bound_streams(text: str) -> set[str]:
     """The stream ids a plan's text `@Import`s or `@Export`s (empty if it does not parse)."""
     try:
         app = engine.parse(text)
     except engine.QueryError:
         return set()
-    out = set()
-    for definition in app.definitions:
-        for annotation in definition.annotations:
-            if annotation.key in ("import", "export"):
-                value = annotation.get(None) or annotation.get("stream")
-                if value:
-                    out.add(stream_id(*split_stream_id(value)))
-    return out
+    return {b.stream_id for b in stream_bindings(app)}

@@ -1,0 +1,133 @@
+"""`Ingress`: events of a registered stream (`name:version`) into every plan that imports it.
+
+Receivers (Thrift, HTTP) and plans that export a stream other plans import all deliver here.
+Each call runs the plans synchronously in the caller's thread, so when `publish` returns the
+events have passed through every plan and their results sit in the output adapters' buffers:
+that is what a receiver acknowledges. Routes are an immutable mapping swapped whole on
+redeploy, so the hot path takes no lock of its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from adapters.thrift import WireEvent
+from engine import Runtime
+
+log = logging.getLogger(__name__)
+
+Row = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One plan's input stream fed from a registered stream."""
+
+    stream_id: str  # the registered stream, name:version
+    plan: str
+    runtime: Runtime
+    stream: str  # the stream's name inside the plan
+
+
+@dataclass
+class IngressStats:
+    received: dict[str, int] = field(default_factory=dict)  # per stream id
+    unrouted: dict[str, int] = field(default_factory=dict)  # of streams no deployed plan imports
+    failed: int = 0  # events whose plan raised while processing them
+
+
+def wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Ingress:
+    def __init__(self, now: Callable[[], int] = wall_ms) -> None:
+        self._routes: Mapping[str, tuple[Binding, ...]] = {}
+        self._now = now
+        self._stats_lock = threading.Lock()
+        self._stats = IngressStats()
+
+    def set_routes(self, routes: Mapping[str, tuple[Binding, ...]]) -> None:
+        self._routes = dict(routes)
+
+    def routes(self) -> Mapping[str, tuple[Binding, ...]]:
+        return self._routes
+
+    def publish_wire(self, events: Sequence[WireEvent]) -> None:
+        """One Thrift bundle: meta, correlation and payload values flatten into plan rows."""
+        if not events:
+            return
+        first = events[0].stream_id
+        if all(e.stream_id == first for e in events):
+            self._publish_wire_group(first, events)
+            return
+        groups: dict[str, list[WireEvent]] = {}
+        for e in events:
+            groups.setdefault(e.stream_id, []).append(e)
+        for stream_id, group in groups.items():
+            self._publish_wire_group(stream_id, group)
+
+    def _publish_wire_group(self, stream_id: str, events: Sequence[WireEvent]) -> None:
+        bindings = self._count(stream_id, len(events))
+        if not bindings:
+            return
+        sample = events[0]
+        if sample.meta is None and sample.correlation is None:
+            rows: list[Row] = [e.payload or () for e in events]
+        else:
+            rows = [(e.meta or ()) + (e.correlation or ()) + (e.payload or ()) for e in events]
+        now = self._now()
+        timestamps = [e.timestamp or now for e in events]
+        self._send(bindings, rows, timestamps)
+
+    def publish_rows(self, stream_id: str, rows: list[Row], timestamps: list[int] | None = None) -> None:
+        """Rows already in the stream's flattened attribute order (HTTP, plan chaining)."""
+        bindings = self._count(stream_id, len(rows))
+        if bindings:
+            self._send(bindings, rows, timestamps if timestamps is not None else self._now())
+
+    def forward(self, stream_id: str, rows: list[Row], timestamps: list[int], source: str) -> None:
+        """Output of plan `source` into the other plans importing the same stream."""
+        bindings = tuple(b for b in self._routes.get(stream_id, ()) if b.plan != source)
+        if bindings:
+            self._send(bindings, rows, timestamps)
+
+    def _redeployed(self, binding: Binding) -> Binding | None:
+        for current in self._routes.get(binding.stream_id, ()):
+            if current.plan == binding.plan and current.runtime is not binding.runtime:
+                return current
+        return None
+
+    def stats(self) -> IngressStats:
+        with self._stats_lock:
+            return IngressStats(dict(self._stats.received), dict(self._stats.unrouted), self._stats.failed)
+
+    def _count(self, stream_id: str, n: int) -> tuple[Binding, ...]:
+        bindings = self._routes.get(stream_id, ())
+        with self._stats_lock:
+            received = self._stats.received
+            received[stream_id] = received.get(stream_id, 0) + n
+            if not bindings:
+                unrouted = self._stats.unrouted
+                unrouted[stream_id] = unrouted.get(stream_id, 0) + n
+        return bindings
+
+    def _send(self, bindings: tuple[Binding, ...], rows: list[Row], timestamps: list[int] | int) -> None:
+        for binding in bindings:
+            try:
+                binding.runtime.send(binding.stream, rows, timestamps)
+            except Exception:
+                replacement = self._redeployed(binding)
+                if replacement is not None:
+                    # the plan was redeployed while these events were on their way: the new runtime takes them
+                    self._send((replacement,), rows, timestamps)
+                    continue
+                # one plan's failure must not stop the others or the receiver
+                with self._stats_lock:
+                    self._stats.failed += len(rows)
+                log.exception("plan %s failed on %d events of %s", binding.plan, len(rows), binding.stream)

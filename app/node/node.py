@@ -1,0 +1,261 @@
+"""`Node`: one Cepheus server — registry, plans, receivers, output adapters — started and stopped as a unit.
+
+Start order: registry (migrate, or refuse a newer schema; first-start admin), stream
+catalog, output adapters, plans and their clock, receivers, the registry watcher. Stop order
+is the reverse, so that nothing acknowledged is lost: receivers close first (a Thrift bundle
+or HTTP request in progress finishes, and its events are in the plans and then in the
+adapters' buffers by the time it is acknowledged), then the plans stop, then every adapter
+delivers its buffer (up to `adapters.stop_timeout_seconds`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from adapters.output.throttle import Throttle
+from adapters.thrift import DataBridgeServer, ServerSettings
+from app.config import Config
+from app.node.auth import Credentials
+from app.node.catalog import StreamCatalog
+from app.node.http_events import events_blueprint
+from app.node.ingress import Ingress
+from app.node.outputs import OutputHub
+from app.node.plans import PlanManager
+from app.node.receiver import RegistryHandler
+from app.node.web import WebServer, create_web_app
+from app.registry import Change, Receiver, Registry
+
+log = logging.getLogger("cepheus.node")
+
+
+def wanted_listeners(receivers: Sequence[Receiver], cfg: Config) -> dict[str, bool]:
+    """Which receivers run: the registry's receiver entries decide; without any of a type, the config."""
+    out = {}
+    for kind, default in (("thrift", cfg.thrift.enabled), ("http", cfg.http.enabled)):
+        entries = [r for r in receivers if r.type == kind]
+        out[kind] = any(r.enabled for r in entries) if entries else default
+    return out
+
+
+class Node:
+    def __init__(self, config: Config, admin_password: str | None = None) -> None:
+        self.config = config
+        self._admin_password = admin_password
+        self.registry = Registry(config.registry.url)
+        self.catalog = StreamCatalog(self.registry)
+        self.ingress = Ingress()
+        self.outputs = OutputHub(config.adapters, stop_timeout=config.adapters.stop_timeout_seconds)
+        self.plans = PlanManager(self.catalog, self.ingress, self.outputs)
+        self.credentials = Credentials(self.registry.verify_user)
+        self.thrift: DataBridgeServer | None = None
+        self.web: WebServer | None = None
+        self._http_open = False
+        self._reconcile_lock = threading.Lock()
+        self._seen_revision = 0
+        self._stopping = threading.Event()
+        self._watcher: threading.Thread | None = None
+        self._watch_errors = Throttle(30.0)
+        self._started = False
+
+    # ---- start -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> None:
+        cfg = self.config
+        os.makedirs(cfg.data_dir, exist_ok=True)
+        log.info("node %s starting (data in %s)", cfg.node_id, os.path.abspath(cfg.data_dir))
+        before, after = self.registry.migrate()
+        self.registry.check_schema()
+        upgrade = f"upgraded from {before or 'empty'}" if before != after else "up to date"
+        log.info("registry %r at schema %s (%s)", self.registry, after, upgrade)
+        generated = self.registry.ensure_admin(self._admin_password)
+        if generated is not None:
+            log.warning(
+                "created user admin with the generated password %s (shown once; set CEPHEUS_ADMIN_PASSWORD "
+                "before the first start to choose it)",
+                generated,
+            )
+        self._started = True
+        self.reconcile()
+        self.plans.start_clock()
+        self._start_web()
+        self._watcher = threading.Thread(target=self._watch, name="registry-watcher", daemon=True)
+        self._watcher.start()
+        log.info("registry watcher polling every %.1f s", cfg.registry.poll_seconds)
+        log.info("node %s started", cfg.node_id)
+
+    def _start_web(self) -> None:
+        cfg = self.config
+        bp = events_blueprint(
+            self.catalog,
+            self.ingress,
+            self.credentials,
+            cfg.http.max_request_bytes,
+            enabled=lambda: self._http_open,
+        )
+        app = create_web_app([bp], self.health)
+        self.web = WebServer(app, cfg.console.host, cfg.console_port)
+        self.web.start()
+        log.info(
+            "http listening on %s:%d (/health, POST /events/<stream>:<version>)",
+            cfg.console.host,
+            self.web.port,
+        )
+
+    def _set_thrift(self, wanted: bool) -> None:
+        if wanted and self.thrift is None:
+            cfg = self.config
+            settings = ServerSettings(
+                host=cfg.thrift.host,
+                port=cfg.thrift_port,
+                tls_port=cfg.thrift_tls_port,
+                cert_file=cfg.thrift.cert_file,
+                key_file=cfg.thrift.key_file,
+                tls_min_version=cfg.thrift.tls_min_version,
+                session_timeout_minutes=cfg.thrift.session_timeout_minutes,
+                max_message_bytes=cfg.thrift.max_message_bytes,
+                max_connections=cfg.thrift.max_connections,
+                data_dir=str(cfg.data_dir),
+            )
+            server = DataBridgeServer(settings, RegistryHandler(self.catalog, self.ingress, self.credentials))
+            server.start()  # logs one line per listener
+            self.thrift = server
+        elif not wanted and self.thrift is not None:
+            self.thrift.stop()
+            self.thrift = None
+            log.info("thrift receiver stopped (disabled in the registry)")
+
+    def _set_http(self, wanted: bool) -> None:
+        if wanted != self._http_open:
+            self._http_open = wanted
+            log.info("http event receiver %s", "open" if wanted else "closed (disabled)")
+
+    # ---- the registry ----------------------------------------------------------------------------
+
+    def reconcile(self) -> None:
+        """Bring streams, adapters, formatters, plans and receivers in line with the registry."""
+        with self._reconcile_lock:
+            revision = self.registry.revision()
+            with self.registry.reading() as store:  # one consistent view of the registry
+                streams = store.list_streams()
+                adapters = store.list_adapters()
+                formatters = store.list_formatters()
+                datasources = store.list_datasources()
+                plans = store.list_plans()
+                receivers = store.list_receivers()
+            self.catalog.replace(streams)
+            self.outputs.configure(adapters, formatters, datasources, self._attributes)
+            self.plans.apply(plans)
+            if self._started and not self._stopping.is_set():
+                listeners = wanted_listeners(receivers, self.config)
+                self._set_thrift(listeners["thrift"])
+                self._set_http(listeners["http"])
+            self._seen_revision = revision
+
+    def _attributes(self, stream_id: str) -> Any:
+        known = self.catalog.get(stream_id)
+        return None if known is None else known.attributes
+
+    def _watch(self) -> None:
+        poll = self.config.registry.poll_seconds
+        while not self._stopping.wait(poll):
+            try:
+                current = self.registry.revision()
+                if current == self._seen_revision:
+                    continue
+                changes = self.registry.changes_since(self._seen_revision)
+                log.info("registry revision %d: %s", current, _describe(changes))
+                if any(c.kind == "user" for c in changes):
+                    self.credentials.forget()
+                self.reconcile()
+            except Exception as exc:  # the registry may be down for a while: keep running what we have
+                allowed, held = self._watch_errors.allow()
+                if allowed:
+                    log.warning(
+                        "cannot read the registry (%s); running plans carry on%s",
+                        exc,
+                        f" ({held} more failures)" if held else "",
+                    )
+
+    # ---- health ---------------------------------------------------------------------------------
+
+    def health(self) -> dict[str, Any]:
+        stats = self.ingress.stats()
+        plans = {name: {"state": s.state, "message": s.message} for name, s in self.plans.status().items()}
+        adapters = {
+            name: {"written": s.written, "pending": s.pending, "dropped": s.dropped, "errors": s.errors}
+            for name, s in self.outputs.stats().items()
+        }
+        return {
+            "status": "stopping" if self._stopping.is_set() else "ok",
+            "node": self.config.node_id,
+            "registry_revision": self._seen_revision,
+            "received": stats.received,
+            "plans": plans,
+            "adapters": adapters,
+        }
+
+    # ---- stop -------------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop receivers, then plans, then deliver every adapter's buffer. Idempotent."""
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        log.info("node %s stopping", self.config.node_id)
+        if self._watcher is not None:
+            self._watcher.join(10)
+        self._http_open = False
+        if self.thrift is not None:
+            self.thrift.stop()
+            self.thrift = None
+            log.info("thrift receiver stopped")
+        if self.web is not None:
+            self.web.stop()
+            self.web = None
+            log.info("http stopped")
+        self.plans.stop()
+        log.info("plans stopped")
+        started = time.monotonic()
+        self.outputs.stop()
+        log.info("output adapters stopped (%.1f s)", time.monotonic() - started)
+        self.registry.close()
+        log.info("node %s stopped", self.config.node_id)
+
+    def run_until_signalled(self) -> None:
+        """Start, serve until SIGTERM or SIGINT, then stop gracefully."""
+        done = threading.Event()
+
+        def on_signal(signum: int, _frame: Any) -> None:
+            log.info("received %s", signal.Signals(signum).name)
+            done.set()
+
+        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            self.start()
+            while not done.wait(1.0):
+                pass
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+            self.stop()
+
+
+def _describe(changes: Sequence[Change]) -> str:
+    if not changes:
+        return "no visible changes"
+    shown = [f"{c.kind} {c.name} {'deleted' if c.deleted else 'changed'}" for c in changes[:10]]
+    more = f" and {len(changes) - 10} more" if len(changes) > 10 else ""
+    return ", ".join(shown) + more

@@ -1,0 +1,234 @@
+"""`OutputHub`: the registry's output adapters and formatters, running, and the routes between them.
+
+A route takes events of one registered stream (`name:version`), formats them with one
+formatter and hands the records to that formatter's adapter. `configure` brings the running
+set in line with the registry: an adapter whose settings (or data source) changed is replaced
+by a new one started first, and the old one is stopped after a flush, so nothing accepted is
+dropped by a reconfiguration. A component that cannot be built is logged with the reason and
+left out; the rest keep running.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from adapters.output import AdapterStats, AdapterStopped, OutputAdapter, build_adapter
+from adapters.output.throttle import Throttle
+from app.config import Adapters as AdapterDefaults
+from app.registry import DataSource, Formatter
+from app.registry import OutputAdapter as AdapterEntry
+from engine.errors import CEPError
+from engine.events import Event
+from formatters import WSO2EventFormatter, build_formatter
+from formatters.base import Formatter as FormatterImpl
+
+log = logging.getLogger(__name__)
+
+_BUFFERED = {
+    "rdbms": ("buffer_events", "batch_events", "retry_initial_ms", "retry_max_ms"),
+    "mysql": ("buffer_events", "batch_events", "retry_initial_ms", "retry_max_ms"),
+    "http": ("buffer_events", "batch_events", "retry_initial_ms", "retry_max_ms"),
+    "wso2event": ("buffer_events", "retry_initial_ms", "retry_max_ms"),
+}
+
+
+def with_defaults(entry: AdapterEntry, defaults: AdapterDefaults) -> dict[str, Any]:
+    """The adapter's config with the node's `[adapters]` values for keys it leaves out."""
+    config = dict(entry.config)
+    for key in _BUFFERED.get(entry.type, ()):
+        config.setdefault(key, getattr(defaults, key))
+    return config
+
+
+@dataclass(frozen=True)
+class Route:
+    formatter: str
+    format: Callable[[Sequence[Event]], list[Any]]
+    adapter: OutputAdapter
+
+
+@dataclass
+class _Running:
+    fingerprint: str
+    adapter: OutputAdapter
+
+
+@dataclass(frozen=True)
+class OutputProblem:
+    """A component left out of the running set, and why."""
+
+    kind: str  # "adapter" or "formatter"
+    name: str
+    message: str
+
+
+class OutputHub:
+    def __init__(self, defaults: AdapterDefaults, stop_timeout: float = 30.0) -> None:
+        self._defaults = defaults
+        self._stop_timeout = stop_timeout
+        self._lock = threading.Lock()  # configure/stop against each other; emit takes no lock
+        self._adapters: dict[str, _Running] = {}
+        self._routes: Mapping[str, tuple[Route, ...]] = {}
+        self._error_log = Throttle(10.0)
+        self.problems: list[OutputProblem] = []
+
+    # ---- configuration ------------------------------------------------------------------
+
+    def configure(
+        self,
+        adapters: Sequence[AdapterEntry],
+        formatters: Sequence[Formatter],
+        datasources: Sequence[DataSource],
+        attributes: Callable[[str], Sequence[tuple[str, Any]] | None],
+    ) -> list[OutputProblem]:
+        """Run exactly these adapters and formatters; `attributes(stream_id)` gives a stream's schema."""
+        problems: list[OutputProblem] = []
+        urls = {d.name: d.url for d in datasources}
+        with self._lock:
+            retired: list[OutputAdapter] = []
+            running: dict[str, _Running] = {}
+            for entry in adapters:
+                config = with_defaults(entry, self._defaults)
+                source = entry.datasource
+                fingerprint = json.dumps(
+                    [entry.type, config, urls.get(source) if source else None], sort_keys=True, default=str
+                )
+                current = self._adapters.get(entry.name)
+                if current is not None and current.fingerprint == fingerprint:
+                    running[entry.name] = current
+                    continue
+                try:
+                    adapter = build_adapter(entry.type, entry.name, config, urls)
+                except CEPError as exc:
+                    problems.append(OutputProblem("adapter", entry.name, str(exc)))
+                    if current is not None:
+                        retired.append(current.adapter)
+                    continue
+                running[entry.name] = _Running(fingerprint, adapter)
+                if current is not None:
+                    retired.append(current.adapter)
+            for name, old in self._adapters.items():
+                if name not in running and old.adapter not in retired:
+                    retired.append(old.adapter)
+
+            routes: dict[str, list[Route]] = {}
+            fresh = {name: r for name, r in running.items() if self._adapters.get(name) is not r}
+            for entry_f in formatters:
+                route = self._route(entry_f, running, attributes, problems)
+                if route is not None:
+                    routes.setdefault(entry_f.stream, []).append(route)
+            for name, r in fresh.items():
+                r.adapter.start()
+                log.info("output adapter %s (%s) started", name, r.adapter.kind)
+            self._adapters = running
+            self._routes = {stream: tuple(rs) for stream, rs in routes.items()}
+        for adapter in retired:
+            self._retire(adapter)
+        for problem in problems:
+            log.error("%s %s not started: %s", problem.kind, problem.name, problem.message)
+        self.problems = problems
+        return problems
+
+    def _route(
+        self,
+        entry: Formatter,
+        running: Mapping[str, _Running],
+        attributes: Callable[[str], Sequence[tuple[str, Any]] | None],
+        problems: list[OutputProblem],
+    ) -> Route | None:
+        target = running.get(entry.adapter)
+        if target is None:
+            problems.append(
+                OutputProblem("formatter", entry.name, f"its adapter {entry.adapter!r} is not running")
+            )
+            return None
+        schema = attributes(entry.stream)
+        if schema is None:
+            problems.append(OutputProblem("formatter", entry.name, f"stream {entry.stream} is not defined"))
+            return None
+        try:
+            formatter: FormatterImpl[Any] = build_formatter(
+                entry.type, list(schema), entry.config, stream=entry.stream
+            )
+            register = getattr(target.adapter, "register_stream", None)
+            if isinstance(formatter, WSO2EventFormatter) and register is not None:
+                register(formatter.definition)
+        except CEPError as exc:
+            problems.append(OutputProblem("formatter", entry.name, str(exc)))
+            return None
+        return Route(entry.name, formatter.format, target.adapter)
+
+    def _retire(self, adapter: OutputAdapter) -> None:
+        done = adapter.stop(self._stop_timeout)
+        stats = adapter.stats
+        if done:
+            log.info("output adapter %s stopped (%d written)", adapter.name, _delivered(stats))
+        else:
+            log.warning(
+                "output adapter %s stopped with %d records undelivered (target unreachable)",
+                adapter.name,
+                stats.abandoned or stats.pending,
+            )
+
+    # ---- events --------------------------------------------------------------------------
+
+    def has_routes(self, stream_id: str) -> bool:
+        return stream_id in self._routes
+
+    def emit(self, stream_id: str, events: list[Event]) -> None:
+        """Format and enqueue `events` for every route of `stream_id` (non-blocking)."""
+        for route in self._routes.get(stream_id, ()):
+            try:
+                self._deliver(route, events)
+            except AdapterStopped:
+                # reconfigured while these events were on their way: the new adapter takes them
+                replacement = self._current(stream_id, route.formatter)
+                if replacement is not None:
+                    self._deliver(replacement, events)
+            except CEPError as exc:
+                allowed, held = self._error_log.allow()
+                if allowed:
+                    log.error(
+                        "formatter %s dropped %d events of %s: %s%s",
+                        route.formatter,
+                        len(events),
+                        stream_id,
+                        exc,
+                        f" ({held} similar errors not shown)" if held else "",
+                    )
+
+    def _deliver(self, route: Route, events: list[Event]) -> None:
+        route.adapter.publish(route.format(events))
+
+    def _current(self, stream_id: str, formatter: str) -> Route | None:
+        for route in self._routes.get(stream_id, ()):
+            if route.formatter == formatter:
+                return route
+        return None
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+
+    def adapters(self) -> dict[str, OutputAdapter]:
+        return {name: r.adapter for name, r in self._adapters.items()}
+
+    def stats(self) -> dict[str, AdapterStats]:
+        return {name: r.adapter.stats for name, r in self._adapters.items()}
+
+    def flush(self, timeout: float) -> bool:
+        return all(r.adapter.flush(timeout) for r in list(self._adapters.values()))
+
+    def stop(self) -> None:
+        """Flush and stop every adapter (waits up to the stop timeout for each)."""
+        with self._lock:
+            running, self._adapters, self._routes = self._adapters, {}, {}
+        for r in running.values():
+            self._retire(r.adapter)
+
+
+def _delivered(stats: AdapterStats) -> int:
+    return stats.written

@@ -1,0 +1,266 @@
+"""`PlanManager`: the registry's enabled execution plans, compiled and running on the wall clock.
+
+`apply(plans)` deploys what is new, redeploys what changed (its text, or the definition of a
+stream it imports or exports) and undeploys what is gone or disabled; a plan whose text or
+streams are unchanged keeps running with its state. A plan that fails to deploy is reported
+with the reason and the others are unaffected. One clock thread fires the timers of every
+plan (time windows, triggers, pattern `within`); sends fire due timers too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import engine
+from app.node.catalog import StreamCatalog
+from app.node.ingress import Binding, Ingress, Row, wall_ms
+from app.node.outputs import OutputHub
+from app.registry import ExecutionPlan
+from app.registry.plans import StreamBinding, stream_bindings
+from engine import Runtime
+from engine.events import Event
+
+log = logging.getLogger(__name__)
+
+LOCAL_MODES = ("none", "redundant")
+TICK_SECONDS = 0.02  # the longest a due timer waits when no event arrives
+
+
+@dataclass
+class Deployed:
+    plan: ExecutionPlan
+    runtime: Runtime
+    bindings: list[StreamBinding]
+    fingerprint: str
+
+    @property
+    def imports(self) -> list[StreamBinding]:
+        return [b for b in self.bindings if b.direction == "import"]
+
+    @property
+    def exports(self) -> list[StreamBinding]:
+        return [b for b in self.bindings if b.direction == "export"]
+
+
+@dataclass(frozen=True)
+class PlanStatus:
+    name: str
+    state: str  # "running", "failed", "disabled", "elsewhere" (spark)
+    message: str = ""
+
+
+class PlanManager:
+    def __init__(
+        self,
+        catalog: StreamCatalog,
+        ingress: Ingress,
+        outputs: OutputHub,
+        compile_plan: Callable[[str], Runtime] | None = None,
+    ) -> None:
+        self._catalog = catalog
+        self._ingress = ingress
+        self._outputs = outputs
+        self._compile = compile_plan or (lambda text: engine.compile(text, clock="wall"))
+        self._lock = threading.Lock()
+        self._deployed: dict[str, Deployed] = {}
+        self._status: dict[str, PlanStatus] = {}
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._clock_thread: threading.Thread | None = None
+
+    # ---- deployment ----------------------------------------------------------------------
+
+    def apply(self, plans: Sequence[ExecutionPlan]) -> dict[str, PlanStatus]:
+        """Make the running set match `plans`; returns every plan's status."""
+        with self._lock:
+            status: dict[str, PlanStatus] = {}
+            wanted: dict[str, ExecutionPlan] = {}
+            for plan in plans:
+                if not plan.enabled:
+                    status[plan.name] = PlanStatus(plan.name, "disabled")
+                elif plan.distributed_mode not in LOCAL_MODES:
+                    status[plan.name] = PlanStatus(
+                        plan.name,
+                        "elsewhere",
+                        f"distributed_mode {plan.distributed_mode!r} does not run here",
+                    )
+                else:
+                    wanted[plan.name] = plan
+            deployed = dict(self._deployed)
+            retired: list[Deployed] = []
+            for name in list(deployed):
+                if name not in wanted:
+                    retired.append(deployed.pop(name))
+                    log.info("plan %s undeployed", name)
+            for name, plan in wanted.items():
+                current = deployed.get(name)
+                fingerprint = self._fingerprint(plan)
+                if current is not None and current.fingerprint == fingerprint:
+                    current.plan = plan
+                    status[name] = PlanStatus(name, "running")
+                    continue
+                try:
+                    fresh = self._deploy(plan, fingerprint)
+                except (engine.CEPError, _BindingError) as exc:
+                    message = exc.format(f"plan {name}") if isinstance(exc, engine.QueryError) else str(exc)
+                    status[name] = PlanStatus(name, "failed", message)
+                    log.error("plan %s not deployed: %s", name, message)
+                    if current is not None:
+                        retired.append(deployed.pop(name))
+                    continue
+                if current is not None:
+                    retired.append(current)
+                deployed[name] = fresh
+                status[name] = PlanStatus(name, "running")
+                log.info(
+                    "plan %s %s (imports %s; exports %s)",
+                    name,
+                    "redeployed" if current is not None else "deployed",
+                    ", ".join(b.stream_id for b in fresh.imports) or "nothing",
+                    ", ".join(b.stream_id for b in fresh.exports) or "nothing",
+                )
+            for name in _cycles(deployed):
+                retired.append(deployed.pop(name))
+                message = "its @Import/@Export streams form a cycle with other plans; break the cycle"
+                status[name] = PlanStatus(name, "failed", message)
+                log.error("plan %s not deployed: %s", name, message)
+            self._deployed = deployed
+            self._status = status
+            self._ingress.set_routes(self._routes(deployed))
+        for old in retired:
+            old.runtime.shutdown()
+        self._wake.set()
+        return dict(status)
+
+    def _fingerprint(self, plan: ExecutionPlan) -> str:
+        digest = hashlib.sha256(plan.text.encode())
+        try:
+            bindings = stream_bindings(engine.parse(plan.text))
+        except engine.QueryError:
+            bindings = []
+        for binding in bindings:
+            known = self._catalog.get(binding.stream_id)
+            digest.update(repr((binding.stream_id, known.attributes if known else None)).encode())
+        return digest.hexdigest()
+
+    def _deploy(self, plan: ExecutionPlan, fingerprint: str) -> Deployed:
+        runtime = self._compile(plan.text)
+        try:
+            bindings = stream_bindings(engine.parse(plan.text))
+            for binding in bindings:
+                self._check_binding(runtime, binding)
+            for binding in bindings:
+                if binding.direction == "export":
+                    runtime.subscribe(binding.stream, self._exporter(plan.name, binding.stream_id))
+        except BaseException:
+            runtime.shutdown()
+            raise
+        return Deployed(plan, runtime, bindings, fingerprint)
+
+    def _check_binding(self, runtime: Runtime, binding: StreamBinding) -> None:
+        known = self._catalog.get(binding.stream_id)
+        if known is None:
+            msg = f"stream {binding.stream_id} (@{binding.direction.title()} of {binding.stream}) is not defined"
+            raise _BindingError(msg)
+        actual = tuple((name, kind) for name, kind in runtime.attributes(binding.stream))
+        if actual != known.attributes:
+            shown = ", ".join(f"{n} {t.value}" for n, t in known.attributes)
+            msg = f"stream {binding.stream} does not match the definition of {binding.stream_id} ({shown})"
+            raise _BindingError(msg)
+
+    def _exporter(self, plan: str, stream_id: str) -> Callable[[list[Event]], None]:
+        outputs, ingress = self._outputs, self._ingress
+
+        def export(events: list[Event]) -> None:
+            outputs.emit(stream_id, events)
+            if ingress.routes().get(stream_id):
+                rows: list[Row] = [tuple(e.data) for e in events]
+                ingress.forward(stream_id, rows, [e.timestamp for e in events], source=plan)
+
+        return export
+
+    def _routes(self, deployed: dict[str, Deployed]) -> dict[str, tuple[Binding, ...]]:
+        routes: dict[str, list[Binding]] = {}
+        for name, d in deployed.items():
+            for b in d.imports:
+                routes.setdefault(b.stream_id, []).append(Binding(b.stream_id, name, d.runtime, b.stream))
+        return {sid: tuple(bs) for sid, bs in routes.items()}
+
+    # ---- introspection ----------------------------------------------------------------------
+
+    def status(self) -> dict[str, PlanStatus]:
+        return dict(self._status)
+
+    def runtime(self, name: str) -> Runtime | None:
+        d = self._deployed.get(name)
+        return None if d is None else d.runtime
+
+    def deployed(self) -> list[str]:
+        return sorted(self._deployed)
+
+    # ---- the clock ---------------------------------------------------------------------------
+
+    def start_clock(self) -> None:
+        self._clock_thread = threading.Thread(target=self._run_clock, name="plan-clock", daemon=True)
+        self._clock_thread.start()
+
+    def _run_clock(self) -> None:
+        while not self._stop.is_set():
+            due: list[int] = []
+            for d in list(self._deployed.values()):
+                try:
+                    nxt = d.runtime.tick()
+                except Exception:
+                    log.exception("plan %s failed while firing its timers", d.plan.name)
+                    continue
+                if nxt is not None:
+                    due.append(nxt)
+            wait = TICK_SECONDS
+            if due:
+                wait = min(wait, max(0.0, (min(due) - wall_ms()) / 1000))
+            self._wake.wait(wait)
+            self._wake.clear()
+
+    def stop(self) -> None:
+        """Stop the clock and shut every plan down (their outputs are already in the adapters)."""
+        self._stop.set()
+        self._wake.set()
+        if self._clock_thread is not None:
+            self._clock_thread.join(5)
+        with self._lock:
+            deployed, self._deployed = self._deployed, {}
+            self._ingress.set_routes({})
+        for d in deployed.values():
+            d.runtime.shutdown()
+
+
+class _BindingError(Exception):
+    pass
+
+
+def _cycles(deployed: dict[str, Deployed]) -> set[str]:
+    """Plans on a cycle of plan → exported stream → importing plan (other than itself)."""
+    importers: dict[str, set[str]] = {}
+    for name, d in deployed.items():
+        for b in d.imports:
+            importers.setdefault(b.stream_id, set()).add(name)
+    edges = {
+        name: {p for b in d.exports for p in importers.get(b.stream_id, ()) if p != name}
+        for name, d in deployed.items()
+    }
+    on_cycle: set[str] = set()
+    for start in edges:
+        stack, seen = list(edges[start]), set()
+        while stack:
+            node = stack.pop()
+            if node == start:
+                on_cycle.add(start)
+                break
+            if node not in seen:
+                seen.add(node)
+                stack.extend(edges.get(node, ()))
+    return on_cycle
