@@ -23,6 +23,7 @@ import yaml
 import engine
 from app.registry import InvalidPlan, Outcome, Registry, RegistryError
 from app.registry.documents import Desired, build_document, parse_document
+from app.registry.substitution import SubstitutionError, substitute
 from app.registry.toml_writer import TomlWriteError, dumps
 from engine.errors import ConfigError
 
@@ -61,8 +62,8 @@ def file_format(path: str | Path) -> str:
     raise DeclarativeError([msg])
 
 
-def load_document(path: str | Path) -> Any:
-    """The plain data of a TOML or YAML file (by extension)."""
+def load_document(path: str | Path, env: Mapping[str, str] | None = None) -> Any:
+    """The plain data of a TOML or YAML file (by extension), `${VAR}` references expanded."""
     fmt = file_format(path)
     try:
         raw = Path(path).read_bytes()
@@ -70,9 +71,11 @@ def load_document(path: str | Path) -> Any:
         msg = f"cannot read {path}: {exc.strerror}"
         raise DeclarativeError([msg]) from None
     try:
-        if fmt == "toml":
-            return tomllib.loads(raw.decode("utf-8"))
-        return yaml.safe_load(raw) or {}
+        data = tomllib.loads(raw.decode("utf-8")) if fmt == "toml" else yaml.safe_load(raw) or {}
+        return substitute(data, os.environ if env is None else env)
+    except SubstitutionError as exc:
+        msg = f"{path}: {exc}"
+        raise DeclarativeError([msg]) from None
     except UnicodeDecodeError:
         msg = f"{path}: not UTF-8 text"
         raise DeclarativeError([msg]) from None

@@ -6,15 +6,13 @@ afterwards, so tests never see each other's tables and leave nothing behind.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
-from sqlalchemy.engine import make_url
 
 from app.registry import Registry
+from tests.support.databases import isolated_database
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -30,29 +28,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture
 def registry_url(database_url: str) -> Iterator[str]:
-    url = make_url(database_url)
-    backend = url.get_backend_name()
-    if backend == "sqlite":
-        yield database_url
-        return
-    name = f"cep_test_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        if backend == "mysql":
-            conn.execute(sa.text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
-            isolated = url.set(database=name)
-        else:
-            conn.execute(sa.text(f"CREATE SCHEMA {name}"))
-            isolated = url.update_query_dict({"options": f"-csearch_path={name}"})
-    try:
-        yield isolated.render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            if backend == "mysql":
-                conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name}"))
-            else:
-                conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {name} CASCADE"))
-        admin.dispose()
+    with isolated_database(database_url) as url:
+        yield url
 
 
 @pytest.fixture

@@ -1,0 +1,52 @@
+"""`${NAME}` references to environment variables in declarative files (passwords, per-site URLs).
+
+`${NAME}` is the variable's value, `${NAME:-default}` its value or `default` when it is unset
+or empty, and `$$` a literal `$`. A reference to an unset variable without a default is an
+error naming the variable and where it is used. Imports nothing of ours.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+_REFERENCE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$\{[^}]*\}?")
+
+
+class SubstitutionError(ValueError):
+    pass
+
+
+def substitute(data: Any, env: Mapping[str, str], where: str = "") -> Any:
+    """`data` (plain TOML/YAML values) with every `${...}` in its strings replaced."""
+    if isinstance(data, str):
+        return _expand(data, env, where)
+    if isinstance(data, list):
+        return [substitute(v, env, f"{where}[{i}]") for i, v in enumerate(data)]
+    if isinstance(data, dict):
+        return {k: substitute(v, env, f"{where}.{k}" if where else str(k)) for k, v in data.items()}
+    return data
+
+
+def _expand(text: str, env: Mapping[str, str], where: str) -> str:
+    if "$" not in text:
+        return text
+
+    def replace(match: re.Match[str]) -> str:
+        whole = match.group(0)
+        if whole == "$$":
+            return "$"
+        name, default = match.group(1), match.group(2)
+        if name is None:
+            msg = f"{where}: {whole!r} is not a variable reference; write ${{NAME}} or ${{NAME:-default}} ($$ for a literal $)"
+            raise SubstitutionError(msg)
+        value = env.get(name)
+        if value:
+            return value
+        if default is not None:
+            return default
+        msg = f"{where}: environment variable {name} is not set (give it a value, or a default: ${{{name}:-...}})"
+        raise SubstitutionError(msg)
+
+    return _REFERENCE.sub(replace, text)

@@ -1,0 +1,206 @@
+"""Real Cepheus nodes for tests: in this process (`running_node`) or as `cepheus server` processes
+(`NodeProcess`), on free ports of 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+from app import config as app_config
+from app.config import Config
+from app.declarative import apply_file
+from app.node import Node
+from app.registry import Registry
+
+ADMIN_PASSWORD = "test-admin-pw"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+_GIVEN_OFFSETS: set[int] = set()
+
+
+def free_offset(bases: tuple[int, ...] = (9763, 7611, 7711, 4000)) -> int:
+    """A port offset under which every WSO2 base port is free on 127.0.0.1 (each offset once)."""
+    for offset in range(200, 2000, 7):
+        if offset in _GIVEN_OFFSETS:
+            continue
+        try:
+            with ExitStack() as stack:
+                for base in bases:
+                    s = stack.enter_context(socket.socket())
+                    s.bind(("127.0.0.1", base + offset))
+            _GIVEN_OFFSETS.add(offset)
+            return offset
+        except OSError:
+            continue
+    msg = "no free port offset"
+    raise RuntimeError(msg)
+
+
+def node_sections(tmp: Path, registry_url: str) -> dict[str, dict[str, Any]]:
+    """Configuration for a test node: its own data dir, free ports, a fast registry poll."""
+    return {
+        "node": {"data_dir": str(tmp / "var"), "id": f"test-{tmp.name}"},
+        "registry": {"url": registry_url, "poll_seconds": 0.2},
+        "console": {"host": "127.0.0.1", "port": free_port()},
+        "thrift": {"host": "127.0.0.1", "port": free_port(), "tls_port": free_port()},
+        "adapters": {"retry_initial_ms": 50, "retry_max_ms": 500, "stop_timeout_seconds": 10.0},
+    }
+
+
+def node_config(tmp: Path, registry_url: str, **overrides: Mapping[str, Any]) -> Config:
+    sections = node_sections(tmp, registry_url)
+    for name, values in overrides.items():
+        sections.setdefault(name, {}).update(values)
+    return app_config.load(None, env={}, overrides=sections)
+
+
+def provision(registry_url: str, document: str, tmp: Path, files: Mapping[str, str] | None = None) -> None:
+    """Apply a declarative TOML document (and files it refers to, such as plans) to the registry."""
+    for name, text in (files or {}).items():
+        (tmp / name).write_text(text, encoding="utf-8")
+    path = tmp / "apply.toml"
+    path.write_text(document, encoding="utf-8")
+    with Registry(registry_url) as registry:
+        registry.migrate()
+        apply_file(registry, path)
+
+
+@contextmanager
+def running_node(config: Config) -> Iterator[Node]:
+    node = Node(config, admin_password=ADMIN_PASSWORD)
+    node.start()
+    try:
+        yield node
+    finally:
+        node.stop()
+
+
+def get_json(url: str, timeout: float = 5.0) -> Any:
+    with urllib.request.urlopen(url, timeout=timeout) as reply:  # noqa: S310 - test URL
+        return json.loads(reply.read())
+
+
+def wait_for(condition: Any, timeout: float, what: str, interval: float = 0.05) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            msg = f"timed out after {timeout} s waiting for {what}"
+            raise AssertionError(msg)
+        time.sleep(interval)
+
+
+def toml_config(sections: Mapping[str, Mapping[str, Any]]) -> str:
+    lines = []
+    for name, values in sections.items():
+        lines.append(f"[{name}]")
+        lines += [f"{key} = {json.dumps(value)}" for key, value in values.items()]
+    return "\n".join(lines) + "\n"
+
+
+class NodeProcess:
+    """`cepheus server` in a process of its own, on WSO2's ports plus a free offset (so the TLS
+    port is the plain one + 100, as Gen-1 clients expect); its log goes to `<tmp>/server.log`."""
+
+    def __init__(self, tmp: Path, registry_url: str) -> None:
+        self.tmp = tmp
+        self.offset = free_offset()
+        self.sections = node_sections(tmp, registry_url)
+        self.sections["node"]["port_offset"] = self.offset
+        for section in ("console", "thrift"):
+            self.sections[section] = {"host": "127.0.0.1"}
+        self.config_path = tmp / "cepheus.toml"
+        self.config_path.write_text(toml_config(self.sections), encoding="utf-8")
+        self.log_path = tmp / "server.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def console_port(self) -> int:
+        return 9763 + self.offset
+
+    @property
+    def thrift_port(self) -> int:
+        return 7611 + self.offset
+
+    @property
+    def tls_port(self) -> int:
+        return 7711 + self.offset
+
+    @property
+    def certificate(self) -> Path:
+        return self.tmp / "var" / "tls" / "cert.pem"
+
+    def cli(self, *args: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        """Run `cepheus ARGS --config <this node's config>`; fails the test on a non-zero exit."""
+        result = subprocess.run(
+            [sys.executable, "-m", "app.cli", *args, "--config", str(self.config_path)],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=120,
+            env={**os.environ, **(env or {})},
+        )
+        if result.returncode != 0:
+            msg = f"cepheus {' '.join(args)} exited with {result.returncode}:\n{result.stdout}{result.stderr}"
+            raise AssertionError(msg)
+        return result
+
+    def start(self, timeout: float = 30.0) -> None:
+        env = {**os.environ, "CEPHEUS_ADMIN_PASSWORD": ADMIN_PASSWORD}
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "app.cli", "server", "--config", str(self.config_path)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=REPO,
+            )
+        wait_for(self._healthy, timeout, f"node {self.tmp.name} to answer /health\n{self.log()}", 0.2)
+
+    def _healthy(self) -> bool:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            msg = f"cepheus server exited with {self.process.returncode}:\n{self.log()}"
+            raise AssertionError(msg)
+        try:
+            return get_json(f"http://127.0.0.1:{self.console_port}/health", 1.0)["status"] == "ok"
+        except (OSError, urllib.error.URLError, ValueError):
+            return False
+
+    def health(self) -> Any:
+        return get_json(f"http://127.0.0.1:{self.console_port}/health")
+
+    def stop(self, timeout: float = 60.0) -> int:
+        """SIGTERM, then wait; returns the exit code."""
+        if self.process is None or self.process.poll() is not None:
+            return self.process.returncode if self.process else 0
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise
+
+    def log(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""
