@@ -87,23 +87,36 @@ def _read_list(r: Reader, bundle: Bundle, fid: int) -> None:
 
 
 def read_strings(r: Reader, n: int) -> list[str]:
-    """`n` length-prefixed UTF-8 strings, decoded straight from the reader's buffer."""
+    """`n` length-prefixed UTF-8 strings, decoded straight from the reader's buffer.
+
+    A bundle repeats its stream id once per event and usually few distinct values per
+    attribute, so each distinct byte string is decoded once per list (the cache is bounded by
+    the message size). The buffer is refilled only when a length or a string runs past it.
+    """
     out: list[str] = []
     append = out.append
+    decoded: dict[bytes, str] = {}
+    known = decoded.get
     buf, pos, end = r.buf, r.pos, len(r.buf)
     for _ in range(n):
-        if end - pos < 4:
+        start = pos + 4
+        if start > end:
             r.pos = pos
             r.ensure(4)
             buf, pos, end = r.buf, r.pos, len(r.buf)
+            start = pos + 4
         size = unpack_i32(buf, pos)[0]
-        pos += 4
-        if size < 0 or size > end - pos:
-            r.pos = pos
+        pos = start + size
+        if size < 0 or pos > end:
+            r.pos = start
             r.ensure(r.count(size, 1, "string length"))
-            buf, pos, end = r.buf, r.pos, len(r.buf)
-        append(buf[pos : pos + size].decode("utf-8", "replace"))
-        pos += size
+            buf, start, end = r.buf, r.pos, len(r.buf)
+            pos = start + size
+        raw = buf[start:pos]
+        text = known(raw)
+        if text is None:
+            text = decoded[raw] = raw.decode("utf-8", "replace")
+        append(text)
     r.pos = pos
     return out
 

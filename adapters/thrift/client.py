@@ -149,6 +149,16 @@ class DataBridgeClient:
                 bundle.session_id = self.session_id
                 self._data.publish(write_bundle(bundle))
 
+    def encode(self, events: Sequence[WireEvent]) -> bytes:
+        """One bundle of `events` for this session, encoded once (to send with `send_encoded`)."""
+        if self.session_id is None:
+            self._login()
+        return write_bundle(encode_bundle(self.session_id, events, self._definitions.get))
+
+    def send_encoded(self, bundle: bytes) -> None:
+        """Publish a bundle made by `encode` (benchmarks, replays: encode once, send many)."""
+        self._data.publish(bundle)
+
     def disconnect(self) -> None:
         """Send `disconnect` for the session and close both connections."""
         session_id, self.session_id = self.session_id, None
