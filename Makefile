@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test unit check lint typecheck contracts bench conformance clean
+.PHONY: run replay test unit check lint typecheck contracts bench conformance clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,9 +13,18 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
-## make run: set everything up and replay the pizza-shop sample through its plan
+## make run: set everything up and run a node with the pizza-shop sample deployed (Ctrl-C stops it)
 run: $(STAMP)
+	scripts/run_pizza_node.sh
+
+## make replay: replay the pizza-shop sample through its plan in playback time and print the results
+replay: $(STAMP)
 	$(BIN)/cepheus run samples/pizza/plan.siddhi --input samples/pizza/events.jsonl
+
+## make bench: engine and node benchmarks (tables for the README)
+bench: $(STAMP)
+	$(BIN)/python scripts/bench_engine.py
+	$(BIN)/python scripts/bench_node.py
 
 ## make test: set everything up and run the whole suite (lint, types, contracts, tests)
 test: $(STAMP) check
@@ -38,9 +47,6 @@ contracts: $(STAMP)
 
 conformance: $(STAMP)
 	$(BIN)/python scripts/conformance.py
-
-bench: $(STAMP)
-	$(BIN)/python scripts/bench_engine.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -29,6 +29,9 @@ def _stream(stream_id: str, definition: str | None, config_path: str | None) -> 
         except OSError as exc:
             msg = f"cannot read --definition {definition}: {exc.strerror}"
             raise click.ClickException(msg) from None
+        except PublishInputError as exc:
+            msg = f"--definition {definition}: {exc}"
+            raise click.ClickException(msg) from None
         if found.id != stream_id:
             msg = f"--definition {definition} defines {found.id}, not {stream_id}"
             raise click.ClickException(msg)

@@ -22,6 +22,7 @@ from adapters.output.throttle import Throttle
 from adapters.thrift import DataBridgeServer, ServerSettings
 from app.config import Config
 from app.node.auth import Credentials
+from app.node.errors import NodeError
 from app.node.catalog import StreamCatalog
 from app.node.http_events import events_blueprint
 from app.node.ingress import Ingress
@@ -106,7 +107,14 @@ class Node:
             enabled=lambda: self._http_open,
         )
         app = create_web_app([bp], self.health)
-        self.web = WebServer(app, cfg.console.host, cfg.console_port)
+        try:
+            self.web = WebServer(app, cfg.console.host, cfg.console_port)
+        except OSError as exc:
+            msg = (
+                f"http cannot listen on {cfg.console.host}:{cfg.console_port} ({exc.strerror}); "
+                "stop whatever uses the port or change console.port (or the port offset)"
+            )
+            raise NodeError(msg) from None
         self.web.start()
         log.info(
             "http listening on %s:%d (/health, POST /events/<stream>:<version>)",

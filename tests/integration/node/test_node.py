@@ -240,3 +240,31 @@ def test_stop_delivers_everything_acknowledged(tmp_path: Path, setup: tuple[str,
     # the node has stopped, after the lock went away: every event it acknowledged is in the table
     lock.close()
     assert len(rows(setup[1])) == 2001
+
+
+def test_many_concurrent_clients(node: Node, setup: tuple[str, Path]) -> None:
+    errors: list[BaseException] = []
+
+    def publish(k: int) -> None:
+        try:
+            with client(node) as c:
+                c.add_definition(TEMPS)
+                for b in range(25):
+                    c.publish(
+                        [
+                            WireEvent("temps:1.0.0", 0, (f"c{k}",), None, (f"r{k}-{b}-{i}", 40.0))
+                            for i in range(20)
+                        ]
+                    )
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=publish, args=(k,)) for k in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    assert node.outputs.flush(20)
+    got = rows(setup[1])
+    assert len(got) == 12 * 25 * 20 == len(set(got))
