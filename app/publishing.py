@@ -65,7 +65,8 @@ def read_events(
     if fmt not in FORMATS:
         msg = f"format {fmt!r} is unknown (use {' or '.join(FORMATS)})"
         raise PublishInputError(msg)
-    f = handle if handle is not None else open(path, encoding="utf-8", newline="")  # noqa: SIM115
+    # utf-8-sig: drop the byte order mark Excel and Notepad put before "UTF-8" CSV and text
+    f = handle if handle is not None else open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115
     try:
         records = _jsonl(f, path, stream) if fmt == "jsonl" else _csv(f, path, stream)
         for line, row, ts in records:
@@ -96,6 +97,8 @@ def _jsonl(f: IO[str], path: str, stream: KnownStream) -> Iterator[tuple[int, tu
                 item = dict(item)
                 if item.pop("stream") not in (stream.definition.name, stream.id):
                     continue
+                if item.get("type") in ("current", "expired"):
+                    del item["type"]  # a line of `cepheus run` output
         try:
             row, ts = row_from_json(item, stream, where)
         except EventFormatError as exc:

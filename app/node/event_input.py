@@ -165,7 +165,8 @@ def _from_text(text: str, kind: AttrType, where: str) -> Any:
             raise ValueError(stripped)
         return coerce(number, kind)
     except (TypeError, ValueError):
-        msg = f"{where}: {stripped!r} is not a {kind.value}"
+        article = "an" if kind is AttrType.INT else "a"
+        msg = f"{where}: {stripped!r} is not {article} {kind.value}"
         raise EventFormatError(msg) from None
 
 

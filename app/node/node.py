@@ -22,8 +22,8 @@ from adapters.output.throttle import Throttle
 from adapters.thrift import DataBridgeServer, ServerSettings
 from app.config import Config
 from app.node.auth import Credentials
-from app.node.errors import NodeError
 from app.node.catalog import StreamCatalog
+from app.node.errors import NodeError
 from app.node.http_events import events_blueprint
 from app.node.ingress import Ingress
 from app.node.outputs import OutputHub

@@ -92,6 +92,7 @@ class PlanManager:
                     wanted[plan.name] = plan
             deployed = dict(self._deployed)
             retired: list[Deployed] = []
+            fresh_names: set[str] = set()
             for name in list(deployed):
                 if name not in wanted:
                     retired.append(deployed.pop(name))
@@ -115,6 +116,7 @@ class PlanManager:
                 if current is not None:
                     retired.append(current)
                 deployed[name] = fresh
+                fresh_names.add(name)
                 status[name] = PlanStatus(name, "running")
                 log.info(
                     "plan %s %s (imports %s; exports %s)",
@@ -123,11 +125,15 @@ class PlanManager:
                     ", ".join(b.stream_id for b in fresh.imports) or "nothing",
                     ", ".join(b.stream_id for b in fresh.exports) or "nothing",
                 )
-            for name in _cycles(deployed):
-                retired.append(deployed.pop(name))
-                message = "its @Import/@Export streams form a cycle with other plans; break the cycle"
-                status[name] = PlanStatus(name, "failed", message)
-                log.error("plan %s not deployed: %s", name, message)
+            cyclic = _cycles(deployed)
+            while cyclic:
+                # the plans (re)deployed now closed the cycle: refuse them, keep the ones that ran before
+                for name in (cyclic & fresh_names) or cyclic:
+                    retired.append(deployed.pop(name))
+                    message = "its @Import/@Export streams form a cycle with other plans; break the cycle"
+                    status[name] = PlanStatus(name, "failed", message)
+                    log.error("plan %s not deployed: %s", name, message)
+                cyclic = _cycles(deployed)
             self._deployed = deployed
             self._status = status
             self._ingress.set_routes(self._routes(deployed))
