@@ -268,3 +268,85 @@ def test_many_concurrent_clients(node: Node, setup: tuple[str, Path]) -> None:
     assert node.outputs.flush(20)
     got = rows(setup[1])
     assert len(got) == 12 * 25 * 20 == len(set(got))
+
+
+FORWARDED = """
+[[streams]]
+name = "forwarded"
+payload = [{ name = "room", type = "STRING" }, { name = "celsius", type = "DOUBLE" }]
+
+[[streams]]
+name = "alerts"
+payload = [{ name = "room", type = "STRING" }, { name = "celsius", type = "DOUBLE" }]
+
+[[plans]]
+name = "relay"
+text = '''
+@Import('forwarded:1.0.0') define stream forwarded (room string, celsius double);
+@Export('alerts:1.0.0') define stream alerts (room string, celsius double);
+from forwarded select room, celsius insert into alerts;
+'''
+
+[[datasources]]
+name = "out"
+url = "sqlite:///DB"
+
+[[adapters]]
+name = "alertTable"
+type = "rdbms"
+datasource = "out"
+table = "alerts"
+mode = "insert"
+create_table = true
+columns = [{ name = "room", type = "VARCHAR(20)" }, { name = "celsius", type = "DOUBLE PRECISION" }]
+
+[[formatters]]
+name = "alertRows"
+stream = "alerts:1.0.0"
+adapter = "alertTable"
+type = "map"
+"""
+
+
+def test_a_node_forwards_its_output_to_another_node(
+    tmp_path: Path, node: Node, setup: tuple[str, Path]
+) -> None:
+    """CEP 3.x sample 0108's last hop: alerts leave through the wso2event adapter into a second node."""
+    second_dir = tmp_path / "second"
+    second_dir.mkdir()
+    second_url = f"sqlite:///{second_dir / 'registry.db'}"
+    second_db = second_dir / "out.db"
+    provision(second_url, FORWARDED.replace("DB", str(second_db)), second_dir)
+    with running_node(node_config(second_dir, second_url)) as second:
+        assert second.thrift is not None
+        forwarding = f"""
+[[adapters]]
+name = "toSecond"
+type = "wso2event"
+receiverURL = "tcp://127.0.0.1:{second.thrift.port}"
+authenticatorURL = "ssl://127.0.0.1:{second.thrift.tls_port}"
+username = "admin"
+password = "{ADMIN_PASSWORD}"
+
+[[formatters]]
+name = "alertsOut"
+stream = "alerts:1.0.0"
+adapter = "toSecond"
+type = "wso2event"
+stream_name = "forwarded"
+"""
+        first_dir = tmp_path / "first-apply"
+        first_dir.mkdir()
+        provision(setup[0], forwarding, first_dir)
+        wait_for(lambda: "toSecond" in node.outputs.adapters(), 10, "the forwarder to start")
+        assert post(node, "/events/temps:1.0.0", [["s1", "sauna", 80.0], ["s2", "hall", 20.0]]) == (
+            200,
+            {"accepted": 2},
+        )
+        assert node.outputs.flush(10)
+        wait_for(
+            lambda: second.ingress.stats().received.get("forwarded:1.0.0") == 1, 10, "the forwarded event"
+        )
+        assert second.outputs.flush(10)
+        assert rows(second_db) == [("sauna", 80.0)]
+    assert rows(setup[1]) == [("sauna", 80.0)]  # the first node's own table still gets its row
