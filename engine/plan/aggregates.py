@@ -21,6 +21,16 @@ class AggregateCode:
     remove: str
     value: str  # expression
     needs_arg: bool = True
+    # statements adding many current events at once, the same result as `add` one by one:
+    # `vs` is the list of argument values, `n` the number of events; None: no such shortcut
+    bulk_add: str | None = None
+
+
+# left-to-right addition from the current total, exactly as `st[b] += v` event by event
+_BULK_SUM = (
+    "if None in vs:\n    vs = [x for x in vs if x is not None]\n"
+    "st[b] = _reduce(_add, vs, st[b])\nst[b+1] += len(vs)"
+)
 
 
 def _sum(t: AttrType) -> AggregateCode:
@@ -32,6 +42,7 @@ def _sum(t: AttrType) -> AggregateCode:
         "if v is not None:\n    st[b] += v\n    st[b+1] += 1",
         "if v is not None:\n    st[b] -= v\n    st[b+1] -= 1",
         "(st[b] if st[b+1] else None)",
+        bulk_add=_BULK_SUM,
     )
 
 
@@ -42,6 +53,7 @@ def _avg(t: AttrType) -> AggregateCode:
         "if v is not None:\n    st[b] += v\n    st[b+1] += 1",
         "if v is not None:\n    st[b] -= v\n    st[b+1] -= 1",
         "(st[b] / st[b+1] if st[b+1] else None)",
+        bulk_add=_BULK_SUM,
     )
 
 
@@ -54,6 +66,7 @@ def _count(t: AttrType | None) -> AggregateCode:
         "st[b] -= 1",
         "st[b]",
         needs_arg=False,
+        bulk_add="st[b] += n",
     )
 
 

@@ -3,8 +3,12 @@ be instantiated once (a plain query) or once per partition key."""
 
 from __future__ import annotations
 
+import re
+import textwrap
+from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 from engine.events import Chunk
@@ -29,6 +33,7 @@ from engine.runtime.query import (
     CallbackStage,
     FunctionStage,
     SelectStage,
+    SlidingAggregateStage,
     Stage,
     WindowStage,
     chain,
@@ -127,18 +132,63 @@ def compile_filter_condition(comp: ExpressionCompiler, handlers: list[Any], scop
     )
 
 
-def filter_function(cond: Compiled, namespace: dict[str, Any], uses_ts: bool) -> Callable[..., Any]:
-    """A chunk filter: one comprehension when the chunk shares one timestamp."""
+_ROW_ITEM = re.compile(r"\br\[(\d+)\]")
+_ROW = re.compile(r"\br\b")
+_UNPACK_MAX = 6  # wider rows are cheaper to index than to unpack
+
+# Timestamps of a chunk that is not uniform usually ascend in a few runs (a client's batches):
+# each run is then a uniform slice, filtered and projected by one comprehension. Unsorted, or
+# with more runs than 1/_RUNS_MIN of the events, a mask selects events and timestamps.
+_RUNS_MIN = 32
+_RUNS = """
+if ts[0] <= ts[-1] and _sorted(ts) == ts:
+    n = len(ts); ends = []; i = 0
+    while i < n and len(ends) * {runs_min} <= n:
+        i = _bisect(ts, ts[i], i)
+        ends.append(i)
+    if i >= n:
+        out = []; out_ts = []; i = 0
+        for j in ends:
+            part = [{item} for {target} in rows[i:j] if {cond}]
+            out += part
+            out_ts += _repeat(ts[i], len(part))
+            i = j
+        return _Chunk(out_ts, out, None, None, False)"""
+
+
+def _runs(indent: int, item: str, target: str, cond: str) -> str:
+    text = _RUNS.format(runs_min=_RUNS_MIN, item=item, target=target, cond=cond)
+    return textwrap.indent(text, " " * indent)
+
+
+def _unpacked(arity: int, *exprs: str) -> tuple[str, list[str]] | None:
+    """The loop target `_a0, _a1, ...` and `exprs` reading those names instead of `r[i]`,
+    when every use of the row is an item access and the row is narrow enough."""
+    if arity < 1 or arity > _UNPACK_MAX:
+        return None
+    out = [_ROW_ITEM.sub(lambda m: f"_a{m.group(1)}", e) for e in exprs]
+    if any(_ROW.search(e) for e in out):
+        return None
+    target = ", ".join(f"_a{i}" for i in range(arity)) + ("," if arity == 1 else "")
+    return target, out
+
+
+def filter_function(
+    cond: Compiled, namespace: dict[str, Any], uses_ts: bool, arity: int = 0
+) -> Callable[..., Any]:
+    """A chunk filter: one comprehension per run of equal timestamps."""
     it = "_et, r in zip(ts, rows)" if uses_ts else "r in rows"
+    runs = "" if uses_ts else _runs(12, "r", "r", cond.fast)
     src = f"""
 def f(chunk):
     ts = chunk.ts; rows = chunk.rows; kinds = chunk.kinds
-    if kinds is None and chunk.uniform and not {uses_ts}:
+    if kinds is None and not {uses_ts}:
         try:
-            out = [r for r in rows if {cond.fast}]
+            if chunk.uniform:
+                out = [r for r in rows if {cond.fast}]
+                return _Chunk(ts[:len(out)], out, None, None, True){runs}
         except (TypeError, ZeroDivisionError):
-            out = [r for r in rows if {cond.safe}]
-        return _Chunk(ts[:len(out)], out, None, None, True)
+            pass
     try:
         keep = [{cond.fast} for {it}]
     except (TypeError, ZeroDivisionError):
@@ -147,13 +197,12 @@ def f(chunk):
         return _Chunk(list(_compress(ts, keep)), list(_compress(rows, keep)), None, None, chunk.uniform)
     return _Chunk(list(_compress(ts, keep)), list(_compress(rows, keep)), list(_compress(kinds, keep)))
 """
-    ns = dict(namespace)
-    ns["_Chunk"] = Chunk
-    exec(compile(src, "<filter>", "exec"), ns)  # noqa: S102 - generated code
-    return ns["f"]  # type: ignore[no-any-return]
+    return _build(src, "<filter>", namespace)
 
 
-def fused_function(cond: Compiled | None, sel: SelectorPlan, namespace: dict[str, Any]) -> Callable[..., Any]:
+def fused_function(
+    cond: Compiled | None, sel: SelectorPlan, namespace: dict[str, Any], arity: int = 0
+) -> Callable[..., Any]:
     """Filter and projection in one pass of comprehensions (no per-event calls). Returns
     None when the chunk holds a null the fast code cannot take (the caller falls back)."""
     fast = _tuple(sel.projection_fast)
@@ -165,14 +214,20 @@ def fused_function(cond: Compiled | None, sel: SelectorPlan, namespace: dict[str
             body = f"""keep = [{cond.fast} for _et, r in zip(ts, rows)]
         ts2 = list(_compress(ts, keep))
         return _Chunk(ts2, [{fast} for _et, r in zip(ts2, _compress(rows, keep))], None, None, chunk.uniform)"""
-    elif cond is None:
-        body = f"return _Chunk(ts, [{fast} for r in rows], None, None, chunk.uniform)"
     else:
-        body = f"""if chunk.uniform:
-            out = [{fast} for r in rows if {cond.fast}]
-            return _Chunk(ts[:len(out)], out, None, None, True)
-        keep = [{cond.fast} for r in rows]
-        return _Chunk(list(_compress(ts, keep)), [{fast} for r in _compress(rows, keep)], None, None, False)"""
+        test = "True" if cond is None else cond.fast
+        unpacked = _unpacked(arity, fast, test)
+        target, (item, test) = unpacked if unpacked is not None else ("r", [fast, test])
+        where = "" if cond is None else f" if {test}"
+        if cond is None:
+            body = f"return _Chunk(ts, [{item} for {target} in rows], None, None, chunk.uniform)"
+        else:
+            runs = _runs(8, item, target, test)
+            body = f"""if chunk.uniform:
+            out = [{item} for {target} in rows{where}]
+            return _Chunk(ts[:len(out)], out, None, None, True){runs}
+        keep = [{test} for {target} in rows]
+        return _Chunk(list(_compress(ts, keep)), [{item} for {target} in _compress(rows, keep)], None, None, False)"""
     src = f"""
 def f(chunk):
     ts = chunk.ts; rows = chunk.rows
@@ -181,9 +236,13 @@ def f(chunk):
     except (TypeError, ZeroDivisionError):
         return None
 """
+    return _build(src, "<fused>", namespace)
+
+
+def _build(src: str, name: str, namespace: dict[str, Any]) -> Callable[..., Any]:
     ns = dict(namespace)
-    ns["_Chunk"] = Chunk
-    exec(compile(src, "<fused>", "exec"), ns)  # noqa: S102 - generated code
+    ns.update(_Chunk=Chunk, _sorted=sorted, _bisect=bisect_right, _repeat=repeat)
+    exec(compile(src, name, "exec"), ns)  # noqa: S102 - generated code
     return ns["f"]  # type: ignore[no-any-return]
 
 
@@ -303,8 +362,9 @@ def plan_single_query(
     limiter = plan_rate_limiter(query, sel, comp)
     output = plan_output(ctx, query, sel, comp, inner_streams)
     expired_used = expired_on or sel.has_aggregates
-    pre_fn = filter_function(pre, ctx.namespace, "_et" in pre.fast) if pre is not None else None
-    post_fn = filter_function(post, ctx.namespace, "_et" in post.fast) if post is not None else None
+    arity = len(info.attributes)
+    pre_fn = filter_function(pre, ctx.namespace, "_et" in pre.fast, arity) if pre is not None else None
+    post_fn = filter_function(post, ctx.namespace, "_et" in post.fast, arity) if post is not None else None
     plain = (
         window is None
         and not is_named_window
@@ -316,7 +376,14 @@ def plan_single_query(
         and query.selector.offset is None
         and current_on
     )
-    fused = fused_function(pre, sel, ctx.namespace) if plain and not sel.passthrough else None
+    fused = fused_function(pre, sel, ctx.namespace, arity) if plain and not sel.passthrough else None
+    sliding_fused = (
+        window is not None
+        and window.spec.name == "length"
+        and post_fn is None
+        and not is_named_window
+        and sel.code.length_function is not None
+    )
     win_types = info.types
 
     def build(env: Env) -> Built:
@@ -341,14 +408,18 @@ def plan_single_query(
                     expired_used=expired_used,
                 )
                 w = window.build(wctx)
-                stages.append(WindowStage(w))
                 states["window"] = w
                 starts.append(w.start)
-            if post_fn is not None:
-                stages.append(FunctionStage(post_fn, name))
             selector = sel.code.instance()
             states["selector"] = selector
-            stages.append(SelectStage(selector))
+            if window is not None and sliding_fused:
+                stages.append(SlidingAggregateStage(w, selector))
+            else:
+                if window is not None:
+                    stages.append(WindowStage(w))
+                if post_fn is not None:
+                    stages.append(FunctionStage(post_fn, name))
+                stages.append(SelectStage(selector))
         if limiter is not None:
             lim = limiter.build(env, f"{env.prefix}{name}/ratelimit")
             states["ratelimit"] = lim

@@ -309,6 +309,7 @@ def _generate_aggregating(
     lines: list[str] = []
     emit = lines.append
     emit("def process(sel, ts, rows, kinds):")
+    prologue_at = len(lines)
     if group_keys:
         emit("    groups = sel.groups")
         emit(f"    init = {_tuple([s for a in aggs for s in a.code.init]) if aggs else '()'}")
@@ -320,6 +321,19 @@ def _generate_aggregating(
     else:
         emit("    out_ts = []; out_rows = []; out_kinds = []; out_keys = []")
     has_objects = any(a.code.init[0].startswith("_agg_") for a in aggs)
+    prologue = lines[prologue_at:]
+    if (
+        batching
+        and current_on
+        and not group_keys
+        and having is None
+        and offset in (None, 0)
+        and (limit is None or limit > 0)
+        and aggs
+        and all(a.code.bulk_add is not None for a in aggs)
+        and not any(a.arg is not None and _ET.search(a.arg.fast) for a in aggs)
+    ):
+        lines.extend(_bulk_branch(aggs, proj_fast, proj_safe))
 
     def body(kind: int, indent: str) -> None:
         if group_keys:
@@ -366,6 +380,7 @@ def _generate_aggregating(
         emit("                groups = sel.groups")
     else:
         emit("                st = sel.st")
+    finish_at = len(lines)
     if batching and not group_keys:
         emit("    if chosen is None:")
         emit("        return None")
@@ -373,8 +388,7 @@ def _generate_aggregating(
             emit("    return None")
         else:
             emit("    return [chosen[0]], [chosen[1]], (None if chosen[2] == 0 else [chosen[2]]), None")
-        return "\n".join(lines) + "\n"
-    if batching:
+    elif batching:
         emit("    if not chosen:")
         emit("        return None")
         emit("    vals = list(chosen.values())")
@@ -388,6 +402,33 @@ def _generate_aggregating(
                 f"    return _order_limit(out_ts, out_rows, (None if 1 not in out_kinds else out_kinds), list(chosen), "
                 f"{order!r}, {offset!r}, {limit!r}, {current_on}, {expired_on})"
             )
+    if batching:
+        finish = lines[finish_at:]
+        uses_et = any(_ET.search(g.fast) for g in group_keys) or any(
+            a.arg is not None and _ET.search(a.arg.fast) for a in aggs
+        )
+        if current_on and not expired_on and having is None and not uses_et:
+            # the sliding length window and this selector in one loop over current events: each
+            # event first pushes the oldest one out (its aggregates removed), then is added
+            emit("")
+            emit("def process_length(sel, win, ts, rows):")
+            emit("    length = win.length; buf_ts = win.buf_ts; buf_rows = win.buf_rows")
+            emit("    size = len(buf_rows)")
+            emit("    pop_ts = buf_ts.popleft; pop_rows = buf_rows.popleft")
+            emit("    push_ts = buf_ts.append; push_rows = buf_rows.append")
+            lines.extend(prologue)
+            emit("    for _et, cur in zip(ts, rows):")
+            emit("        if size >= length:")
+            emit("            pop_ts(); r = pop_rows()")
+            before = len(lines)
+            body(1, " " * 12)
+            if len(lines) == before:
+                emit("            pass")
+            emit("        else:")
+            emit("            size += 1")
+            emit("        push_ts(_et); push_rows(cur); r = cur")
+            body(0, " " * 8)
+            lines.extend(finish)
         return "\n".join(lines) + "\n"
     emit("    if not out_rows:")
     emit("        return None")
@@ -403,6 +444,48 @@ def _generate_aggregating(
             f"{order!r}, {offset!r}, {limit!r}, {current_on}, {expired_on})"
         )
     return "\n".join(lines) + "\n"
+
+
+_COLUMN = re.compile(r"r\[(\d+)\]")
+
+
+def _bulk_branch(aggs: list[_Agg], proj_fast: str, proj_safe: str) -> list[str]:
+    """Aggregates without group by, when the chunk ends with current events only after its
+    last reset (or has no kinds at all): add those events in bulk and project the last one,
+    which is the event batching emits. Everything before the last reset cannot matter."""
+    lines = [
+        "    cut = -1",
+        "    if kinds is None:",
+        "        cut = 0",
+        "    elif 2 in kinds:",
+        "        cut = len(kinds) - kinds[::-1].index(2)",
+        "        tail = kinds[cut:]",
+        "        if tail and tail.count(0) == len(tail):",
+        "            sel.reset()",
+        "            st = sel.st",
+        "        else:",
+        "            cut = -1",
+        "    if cut >= 0 and len(rows) > cut:",
+        "        part = rows[cut:] if cut else rows",
+        "        n = len(part)",
+    ]
+    for agg in aggs:
+        if agg.arg is not None and agg.code.needs_arg:
+            column = _COLUMN.fullmatch(agg.arg.fast)
+            if column is not None and agg.arg.fast == agg.arg.safe:
+                lines.append(f"        vs = list(map(_itemgetter({column.group(1)}), part))")
+            else:
+                lines.extend(
+                    _guarded(
+                        "vs", f"[{agg.arg.fast} for r in part]", f"[{agg.arg.safe} for r in part]", " " * 8
+                    )
+                )
+        assert agg.code.bulk_add is not None
+        lines.append(textwrap.indent(_subst(agg.code.bulk_add, agg.base), " " * 8))
+    lines.append("        r = part[-1]; _et = ts[-1]")
+    lines.extend(_guarded("o", proj_fast, proj_safe, " " * 8))
+    lines.append("        return [_et], [o], None, None")
+    return lines
 
 
 def _tuple(items: list[str]) -> str:

@@ -129,13 +129,16 @@ class Runtime:
                 if len(ts) != n:
                     msg = f"{len(ts)} timestamps for {n} rows"
                     raise ValueError(msg)
-                uniform = ts.count(ts[0]) == n
+                uniform = ts[0] == ts[-1] and ts.count(ts[0]) == n
             if self._playback:
                 assert isinstance(self._clock, PlaybackClock)
                 if not self._started:
                     self._start(ts[0] if self._start_time is None else self._start_time)
                 self._clock.observe(ts[-1])
-                self._scheduler.floor = min(ts) if not uniform else ts[0]
+                if uniform:
+                    self._scheduler.floor = ts[0]
+                else:
+                    self._scheduler.floor_of(ts)
                 self._scheduler.fire_until(self._clock.now())
             else:
                 self._scheduler.fire_until(self._clock.now())

@@ -51,7 +51,25 @@ class Scheduler:
         self._owners: dict[str, TimerCallback] = {}
         # The earliest timestamp an event may still carry when timers fire: timers fired
         # ahead of a chunk spanning several timestamps must not assume the chunk's end.
-        self.floor: int | None = None
+        # Only patterns read it, so a chunk's minimum is computed when first asked for.
+        self._floor: int | None = None
+        self._floor_ts: list[int] | None = None
+
+    @property
+    def floor(self) -> int | None:
+        if self._floor_ts is not None:
+            self._floor = min(self._floor_ts)
+            self._floor_ts = None
+        return self._floor
+
+    @floor.setter
+    def floor(self, value: int | None) -> None:
+        self._floor = value
+        self._floor_ts = None
+
+    def floor_of(self, ts: list[int]) -> None:
+        """The floor is the smallest of these timestamps (computed if someone reads it)."""
+        self._floor_ts = ts
 
     def register(self, owner: str, callback: TimerCallback) -> str:
         """Register a timer owner; ids are made unique and must be stable for a plan."""

@@ -94,6 +94,35 @@ class WindowStage(Stage):
         self.window.process(chunk)
 
 
+class SlidingAggregateStage(Stage):
+    """A `length` window and an aggregating selector as one loop (`process_length`) for
+    chunks of current events; anything else takes the window, then the selector. The window
+    object keeps its state either way, so snapshots do not depend on the path taken."""
+
+    __slots__ = ("window", "selector")
+
+    def __init__(self, window: Any, selector: SelectorRuntime) -> None:
+        super().__init__()
+        self.window = window
+        self.selector = selector
+        window.emit = self._emit
+
+    def _emit(self, chunk: Chunk) -> None:
+        out = self.selector.process(chunk)
+        if out is not None:
+            assert self.next is not None
+            self.next.process(out)
+
+    def process(self, chunk: Chunk) -> None:
+        if chunk.kinds is not None or self.window.length <= 0:
+            self.window.process(chunk)
+            return
+        out = self.selector.process_length(self.window, chunk)
+        if out is not None:
+            assert self.next is not None
+            self.next.process(out)
+
+
 def chain(*stages: Stage) -> Stage:
     for a, b in zip(stages, stages[1:], strict=False):
         a.next = b

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 from itertools import compress
+from operator import add, itemgetter
 from typing import Any
 
 from engine.errors import ProcessingError
@@ -93,11 +94,19 @@ class SelectorCode:
         ns = dict(namespace)
         for name, cls in OBJECT_AGGREGATORS.items():
             ns[name] = cls
-        ns.update(_compress=compress, _order_limit=order_limit)
+        ns.update(
+            _compress=compress,
+            _order_limit=order_limit,
+            _itemgetter=itemgetter,
+            _reduce=functools.reduce,
+            _add=add,
+        )
         ns["_has_objects"] = any(code.startswith("_agg_") for code in init)
         self.new_state = eval("lambda: [" + ", ".join(init) + "]", ns)  # noqa: S307 - generated
         exec(compile(source, f"<selector {query}>", "exec"), ns)  # noqa: S102 - generated
         self.function = ns["process"]
+        # the sliding length window fused in (see `SlidingAggregateStage`), when generated
+        self.length_function = ns.get("process_length")
 
     def instance(self) -> SelectorRuntime:
         return SelectorRuntime(self)
@@ -126,6 +135,21 @@ class SelectorRuntime:
         except ProcessingError:
             raise
         except Exception as exc:  # a bug, or a value Siddhi would reject at run time
+            msg = f"{type(exc).__name__}: {exc}"
+            raise ProcessingError(msg, self.code.query) from exc
+        if res is None:
+            return None
+        return Chunk(res[0], res[1], res[2], res[3] if len(res) > 3 else None)
+
+    def process_length(self, window: Any, chunk: Chunk) -> Chunk | None:
+        """The length window's work and this selector's, on a chunk of current events."""
+        fn = self.code.length_function
+        assert fn is not None
+        try:
+            res = fn(self, window, chunk.ts, chunk.rows)
+        except ProcessingError:
+            raise
+        except Exception as exc:
             msg = f"{type(exc).__name__}: {exc}"
             raise ProcessingError(msg, self.code.query) from exc
         if res is None:

@@ -48,9 +48,13 @@ class LengthBatchWindow(_Batching):
         self.length = int(args[0])
         self.stream = bool(args[1]) if len(args) > 1 else False
         self.count = 0
-        self.current: list[Ev] = []
+        self.cur_ts: list[int] = []  # the batch being filled, as parallel lists
+        self.cur_rows: list[Any] = []
 
     def process(self, chunk: Chunk) -> None:
+        if self.length > 0 and not self.stream:
+            self._process_batches(chunk)
+            return
         now = self.ctx.now()
         outs: list[Chunk] = []
         for t, r in zip(chunk.ts, chunk.rows, strict=True):
@@ -63,11 +67,34 @@ class LengthBatchWindow(_Batching):
             else:
                 if self.reset is None:
                     self.reset = (t, r)
-                if self.stream:
-                    self._stream_event(out, now, t, r)
-                else:
-                    self._batch_event(out, now, t, r)
+                self._stream_event(out, now, t, r)
             if out:
+                outs.append(out.chunk())
+        for c in outs:
+            self.emit(c)
+
+    def _process_batches(self, chunk: Chunk) -> None:
+        """Batch mode by slices: the same events as `_batch_event` one by one, in bulk."""
+        now = self.ctx.now()
+        ts, rows = chunk.ts, chunk.rows
+        n, i = len(rows), 0
+        outs: list[Chunk] = []
+        while i < n:
+            take = min(self.length - self.count, n - i)
+            if self.reset is None:
+                self.reset = (ts[i], rows[i])
+            self.cur_ts += ts[i : i + take]
+            self.cur_rows += rows[i : i + take]
+            self.count += take
+            i += take
+            if self.count == self.length:
+                out = Out()
+                self._boundary(out, now)
+                if self.expired is not None:
+                    self.expired.extend(zip(self.cur_ts, self.cur_rows, strict=True))
+                out.current_columns(self.cur_ts, self.cur_rows)
+                self.cur_ts, self.cur_rows = [], []
+                self.count = 0
                 outs.append(out.chunk())
         for c in outs:
             self.emit(c)
@@ -77,18 +104,6 @@ class LengthBatchWindow(_Batching):
         if self.reset is not None:
             out.reset(now, self.reset[1])
             self.reset = None
-
-    def _batch_event(self, out: Out, now: int, t: int, r: Any) -> None:
-        self.current.append((t, r))
-        self.count += 1
-        if self.count == self.length:
-            self._boundary(out, now)
-            if self.current:
-                if self.expired is not None:
-                    self.expired.extend(self.current)
-                out.current_all(self.current)
-                self.current = []
-            self.count = 0
 
     def _stream_event(self, out: Out, now: int, t: int, r: Any) -> None:
         self.count += 1
@@ -102,14 +117,16 @@ class LengthBatchWindow(_Batching):
     def snapshot(self) -> Any:
         return {
             "count": self.count,
-            "current": save(self.current),
+            "current": save(zip(self.cur_ts, self.cur_rows, strict=True)),
             "expired": save(self.expired),
             "reset": save_ev(self.reset),
         }
 
     def restore(self, state: Any) -> None:
         self.count = state["count"]
-        self.current = load_list(state["current"])
+        current = load_list(state["current"])
+        self.cur_ts = [t for t, _ in current]
+        self.cur_rows = [r for _, r in current]
         self.expired = load(state["expired"])
         self.reset = load_ev(state["reset"])
 

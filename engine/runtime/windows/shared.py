@@ -5,7 +5,9 @@ input attribute an accessor reads, constants as accessors)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 from engine.events import CURRENT, EXPIRED, RESET, Chunk
@@ -14,6 +16,7 @@ from engine.types import AttrType
 
 Row = tuple[Any, ...]
 Ev = tuple[int, Row]  # a stored event: (timestamp, row)
+_TS, _ROW = itemgetter(0), itemgetter(1)
 
 
 class Out:
@@ -44,16 +47,28 @@ class Out:
         self.add(t, row, RESET)
 
     def expire_all(self, now: int, events: Iterable[Ev]) -> None:
-        for _, row in events:
-            self.add(now, row, EXPIRED)
+        if not isinstance(events, Sequence):
+            events = list(events)
+        n = len(events)
+        self.ts.extend(repeat(now, n))
+        self.rows.extend(map(_ROW, events))
+        self.kinds.extend(repeat(EXPIRED, n))
 
     def current_all(self, events: Iterable[Ev]) -> None:
-        for t, row in events:
-            self.add(t, row, CURRENT)
+        if not isinstance(events, Sequence):
+            events = list(events)
+        self.ts.extend(map(_TS, events))
+        self.rows.extend(map(_ROW, events))
+        self.kinds.extend(repeat(CURRENT, len(events)))
+
+    def current_columns(self, ts: list[int], rows: list[Row]) -> None:
+        self.ts += ts
+        self.rows += rows
+        self.kinds += repeat(CURRENT, len(rows))
 
     def chunk(self) -> Chunk:
         kinds = self.kinds
-        return Chunk(self.ts, self.rows, None if all(k == CURRENT for k in kinds) else kinds)
+        return Chunk(self.ts, self.rows, None if kinds.count(CURRENT) == len(kinds) else kinds)
 
 
 def save(events: Iterable[Ev] | None) -> list[Any] | None:
