@@ -36,7 +36,11 @@ class MinMax:
         try:
             self.q.remove(v)
         except ValueError:
-            pass
+            if v != v:  # NaN equals nothing, itself included; Java's Double.equals finds it
+                for i, x in enumerate(self.q):
+                    if x != x:
+                        del self.q[i]
+                        return
 
     def value(self) -> Any:
         return self.q[0] if self.q else None

@@ -73,8 +73,8 @@ class FollowedBy:
         open_ = self.open
         for ev in zip(chunk.ts, chunk.rows, strict=True):
             t, r = ev
-            if within is not None and open_ and (self.within_due is None or t >= self.within_due):
-                self._expire(t)
+            if within is not None and open_ and abs(open_[0][0][0][0] - t) > within:
+                self._expire(t)  # the oldest open match is too old for this event: drop all such
                 open_ = self.open
             if second and open_:
                 keep: list[Partial] = []

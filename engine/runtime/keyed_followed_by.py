@@ -11,6 +11,7 @@ in the same order); otherwise each match is selected alone, as Siddhi does.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -31,10 +32,10 @@ def receive(chunk):
     completed = []
     for t, r in zip(chunk.ts, chunk.rows):
         k = {key}
-        if k is None:
+        if k is None{nan}:
             continue{used}
         lst = opens.get(k)
-        if lst:{trim}
+        if lst:{trim}{hoist}
             keep = []
             for o in lst:
                 r1 = o[1]
@@ -77,6 +78,37 @@ def project(completed):
 """
 
 
+_ITEM = re.compile(r"\br\[(\d+)\]")
+
+
+def _without_key_test(test: str, key_code: str) -> str:
+    """`e1.k == k` on the partition key holds for every open match of a key's bucket (both
+    events have that key, and it is not null): leave that conjunct out of e2's condition."""
+    m = re.fullmatch(r"r\[(\d+)\]", key_code)
+    if m is None:
+        return test
+    i = m.group(1)
+    for same in (f"(r1[{i}] == r[{i}] != None)", f"(r[{i}] == r1[{i}] != None)"):
+        if test == same:
+            return "True"
+        if test.startswith(f"({same} and ") and test.endswith(")"):
+            return test[len(same) + 6 : -1]
+        if test.startswith("(") and test.endswith(f" and {same})"):
+            return test[1 : -len(same) - 6]
+    return test
+
+
+def _hoisted(test: str) -> tuple[str, str]:
+    """Items of the current event read once per event, not once per open match."""
+    if "'" in test or '"' in test:
+        return test, ""  # a string literal might contain text that looks like an item
+    items = sorted(set(_ITEM.findall(test)), key=int)
+    if not items:
+        return test, ""
+    lines = "".join(f"\n            _c{i} = r[{i}]" for i in items)
+    return _ITEM.sub(lambda m: f"_c{m.group(1)}", test), lines
+
+
 class KeyedFollowedBy:
     def __init__(
         self,
@@ -114,12 +146,17 @@ class KeyedFollowedBy:
         self.timer = Timer(scheduler, f"partition/{name}/sweep", self._on_sweep) if period else None
         self.next_sweep: int | None = None
         self.starters: list[Callable[[], None]] = [self.start]
+        full = f2_fast or "True"
+        test, hoist = _hoisted(_without_key_test(full, key_code))
         src = _LOOP.format(
             key=key_code,
+            # a NaN key's bucket holds NaN keys, yet `e1.k == k` never holds for them
+            nan=" or k != k" if test != _hoisted(full)[0] else "",
             used="\n        used[k] = t" if purge is not None else "",
             trim=_TRIM.format(within=within) if within is not None else "",
+            hoist=hoist,
             f1="True" if f1_fast is None else f1_fast,
-            f2="True" if f2_fast is None else f2_fast,
+            f2=test,
         )
         ns = dict(namespace)
         ns["op"] = self

@@ -513,6 +513,9 @@ class Machine:
         self.root_update: Callable[[], None] = lambda: None
         self.within_timer: Timer | None = None
         self.within_due: int | None = None
+        # events from this time on may find partial matches past `within` (None: check every
+        # event); unlike the timer's due time it is never pushed past the oldest match's limit
+        self.check_from: int | None = None
 
     def bind_within_timer(self, scheduler: Scheduler, owner: str) -> None:
         """`within` also expires partial matches when the clock passes, with no event."""
@@ -533,7 +536,10 @@ class Machine:
                             oldest = chain[0][0]
         if oldest is None:
             return
-        due = oldest + self.within + 1
+        limit = oldest + self.within + 1
+        if self.check_from is None or limit < self.check_from:
+            self.check_from = limit
+        due = limit
         if now is not None and due <= now:
             due = now + 1  # still valid for events not yet processed: look again later
         if self.within_due is None or due < self.within_due:
@@ -544,6 +550,7 @@ class Machine:
         if due != self.within_due:
             return
         self.within_due = None
+        self.check_from = None
         floor = self.scheduler.floor if self.scheduler is not None else None
         t = now if floor is None else min(now, floor)
         for node in self.nodes:
@@ -583,7 +590,7 @@ class Machine:
         returned: list[Partial] = []
         for ev in zip(chunk.ts, chunk.rows, strict=True):
             t = ev[0]
-            if within is not None and (self.within_due is None or t >= self.within_due):
+            if within is not None and (self.check_from is None or t >= self.check_from):
                 for node in all_nodes:
                     node.expire(t)
             if sequence:
@@ -632,6 +639,7 @@ class Machine:
     def restore(self, state: Any) -> None:
         partials = [_restore_partial(p) for p in state["partials"]]
         self.within_due = state["within_due"]
+        self.check_from = None
         for node, saved in zip(self.nodes, state["nodes"], strict=True):
             pending, staging = saved["lists"]
             node.pending = [partials[i] for i in pending]
