@@ -391,6 +391,7 @@ def main() -> int:
         return 0
     chosen = [w for w in args.only.split(",") if w] or list(WORKLOADS)
     print(f"{args.events:,} events per workload, chunks of {args.chunk:,} events, best of {args.repeat} runs")
+    print(f"yardstick: a plain list comprehension filters {yardstick(args.events, args.chunk):,.0f} events/s here")
     print(f"{'workload':34} {'engine ev/s':>14} {'floor ev/s':>14} {'ratio':>7}")
     failed = False
     for key in chosen:
@@ -405,6 +406,20 @@ def main() -> int:
     if not args.no_memory and not args.only:
         memory_table(args.events, args.keys)
     return 1 if failed else 0
+
+
+def yardstick(n: int, size: int) -> float:
+    """How fast this machine runs `[r for r in rows if r[1] > 50.0]`: targets scale with it."""
+    rng = random.Random(9)
+    rows = [(i, rng.random() * 100.0) for i in range(n)]
+    parts = [rows[i : i + size] for i in range(0, n, size)]
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for part in parts:
+            [r for r in part if r[1] > 50.0]
+        best = min(best, time.perf_counter() - t0)
+    return n / best
 
 
 def _same(a: list[Any], b: list[Any]) -> bool:

@@ -335,7 +335,7 @@ def _generate_aggregating(
     ):
         lines.extend(_bulk_branch(aggs, proj_fast, proj_safe))
 
-    def body(kind: int, indent: str) -> None:
+    def body(kind: int, indent: str, fused: bool = False) -> None:
         if group_keys:
             key = group_keys[0].safe if len(group_keys) == 1 else _tuple([g.safe for g in group_keys])
             emit(f"{indent}key = {key}")
@@ -355,7 +355,11 @@ def _generate_aggregating(
         if having is not None:
             emit(f"{indent}if {having.safe}:")
             inner = indent + "    "
-        if batching:
+        if fused:
+            emit(
+                f"{inner}chosen{'[key]' if group_keys else ''} = o; when{'[key]' if group_keys else ''} = _et"
+            )
+        elif batching:
             emit(f"{inner}chosen{'[key]' if group_keys else ''} = (_et, o, {kind})")
         else:
             emit(f"{inner}out_ts.append(_et); out_rows.append(o); out_kinds.append({kind})")
@@ -407,7 +411,15 @@ def _generate_aggregating(
         uses_et = any(_ET.search(g.fast) for g in group_keys) or any(
             a.arg is not None and _ET.search(a.arg.fast) for a in aggs
         )
-        if current_on and not expired_on and having is None and not uses_et:
+        if (
+            current_on
+            and not expired_on
+            and having is None
+            and not uses_et
+            and not order
+            and offset is None
+            and limit is None
+        ):
             # the sliding length window and this selector in one loop over current events: each
             # event first pushes the oldest one out (its aggregates removed), then is added
             emit("")
@@ -417,18 +429,27 @@ def _generate_aggregating(
             emit("    pop_ts = buf_ts.popleft; pop_rows = buf_rows.popleft")
             emit("    push_ts = buf_ts.append; push_rows = buf_rows.append")
             lines.extend(prologue)
+            emit("    when = {}" if group_keys else "    when = None")
             emit("    for _et, cur in zip(ts, rows):")
             emit("        if size >= length:")
             emit("            pop_ts(); r = pop_rows()")
             before = len(lines)
-            body(1, " " * 12)
+            body(1, " " * 12, fused=True)
             if len(lines) == before:
                 emit("            pass")
             emit("        else:")
             emit("            size += 1")
             emit("        push_ts(_et); push_rows(cur); r = cur")
-            body(0, " " * 8)
-            lines.extend(finish)
+            body(0, " " * 8, fused=True)
+            # only current events are chosen here (no having, order, limit or offset)
+            if group_keys:
+                emit("    if not chosen:")
+                emit("        return None")
+                emit("    return list(when.values()), list(chosen.values()), None, list(chosen)")
+            else:
+                emit("    if when is None:")
+                emit("        return None")
+                emit("    return [when], [chosen], None, None")
         return "\n".join(lines) + "\n"
     emit("    if not out_rows:")
     emit("        return None")
