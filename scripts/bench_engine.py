@@ -391,7 +391,9 @@ def main() -> int:
         return 0
     chosen = [w for w in args.only.split(",") if w] or list(WORKLOADS)
     print(f"{args.events:,} events per workload, chunks of {args.chunk:,} events, best of {args.repeat} runs")
-    print(f"yardstick: a plain list comprehension filters {yardstick(args.events, args.chunk):,.0f} events/s here")
+    print(
+        f"yardstick: a plain list comprehension filters {yardstick(args.events, args.chunk):,.0f} events/s here"
+    )
     print(f"{'workload':34} {'engine ev/s':>14} {'floor ev/s':>14} {'ratio':>7}")
     failed = False
     for key in chosen:
