@@ -384,7 +384,6 @@ def _generate_aggregating(
         emit("                groups = sel.groups")
     else:
         emit("                st = sel.st")
-    finish_at = len(lines)
     if batching and not group_keys:
         emit("    if chosen is None:")
         emit("        return None")
@@ -407,7 +406,6 @@ def _generate_aggregating(
                 f"{order!r}, {offset!r}, {limit!r}, {current_on}, {expired_on})"
             )
     if batching:
-        finish = lines[finish_at:]
         uses_et = any(_ET.search(g.fast) for g in group_keys) or any(
             a.arg is not None and _ET.search(a.arg.fast) for a in aggs
         )
