@@ -13,12 +13,9 @@ import click
 from adapters.thrift import DataBridgeClient, WireEvent
 from app.commands.registry import config_option, registry_from_config
 from app.node.catalog import KnownStream, known
+from app.node.ingress import wall_ms
 from app.publishing import FORMATS, PublishInputError, read_events, stream_from_definition
 from engine.errors import CEPError
-
-
-def _wall_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def _stream(stream_id: str, definition: str | None, config_path: str | None) -> KnownStream:
@@ -115,7 +112,7 @@ def publish(
     total = 0
     if not stdin:  # check the whole file before sending anything
         try:
-            total = sum(1 for _ in read_events(file, stream, fmt, now=_wall_ms))
+            total = sum(1 for _ in read_events(file, stream, fmt, now=wall_ms))
         except OSError as exc:
             msg = f"cannot read {file}: {exc.strerror}"
             raise click.ClickException(msg) from None
@@ -135,7 +132,7 @@ def publish(
                 client.add_definition(stream.wire)
             handle = sys.stdin if stdin else None
             events = read_events(
-                file, stream, fmt, now=_wall_ms, use_file_timestamps=file_timestamps, handle=handle
+                file, stream, fmt, now=wall_ms, use_file_timestamps=file_timestamps, handle=handle
             )
             step = bundle_size if rate is None else max(1, min(bundle_size, int(rate // 10) or 1))
             for batch in _batches(events, step):

@@ -167,7 +167,7 @@ class OutputHub:
         done = adapter.stop(self._stop_timeout)
         stats = adapter.stats
         if done:
-            log.info("output adapter %s stopped (%d written)", adapter.name, _delivered(stats))
+            log.info("output adapter %s stopped (%d written)", adapter.name, stats.written)
         else:
             log.warning(
                 "output adapter %s stopped with %d records undelivered (target unreachable)",
@@ -228,7 +228,3 @@ class OutputHub:
             running, self._adapters, self._routes = self._adapters, {}, {}
         for r in running.values():
             self._retire(r.adapter)
-
-
-def _delivered(stats: AdapterStats) -> int:
-    return stats.written

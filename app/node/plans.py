@@ -99,13 +99,14 @@ class PlanManager:
                     log.info("plan %s undeployed", name)
             for name, plan in wanted.items():
                 current = deployed.get(name)
-                fingerprint = self._fingerprint(plan)
+                bindings = _bindings(plan)
+                fingerprint = self._fingerprint(plan, bindings)
                 if current is not None and current.fingerprint == fingerprint:
                     current.plan = plan
                     status[name] = PlanStatus(name, "running")
                     continue
                 try:
-                    fresh = self._deploy(plan, fingerprint)
+                    fresh = self._deploy(plan, bindings, fingerprint)
                 except (engine.CEPError, _BindingError) as exc:
                     message = exc.format(f"plan {name}") if isinstance(exc, engine.QueryError) else str(exc)
                     status[name] = PlanStatus(name, "failed", message)
@@ -142,21 +143,17 @@ class PlanManager:
         self._wake.set()
         return dict(status)
 
-    def _fingerprint(self, plan: ExecutionPlan) -> str:
+    def _fingerprint(self, plan: ExecutionPlan, bindings: list[StreamBinding]) -> str:
+        """The plan's text and the definitions of the streams it binds: what a redeploy follows."""
         digest = hashlib.sha256(plan.text.encode())
-        try:
-            bindings = stream_bindings(engine.parse(plan.text))
-        except engine.QueryError:
-            bindings = []
         for binding in bindings:
             known = self._catalog.get(binding.stream_id)
             digest.update(repr((binding.stream_id, known.attributes if known else None)).encode())
         return digest.hexdigest()
 
-    def _deploy(self, plan: ExecutionPlan, fingerprint: str) -> Deployed:
-        runtime = self._compile(plan.text)
+    def _deploy(self, plan: ExecutionPlan, bindings: list[StreamBinding], fingerprint: str) -> Deployed:
+        runtime = self._compile(plan.text)  # a text that does not parse fails here, with positions
         try:
-            bindings = stream_bindings(engine.parse(plan.text))
             for binding in bindings:
                 self._check_binding(runtime, binding)
             for binding in bindings:
@@ -246,6 +243,13 @@ class PlanManager:
 
 class _BindingError(Exception):
     pass
+
+
+def _bindings(plan: ExecutionPlan) -> list[StreamBinding]:
+    try:
+        return stream_bindings(engine.parse(plan.text))
+    except engine.QueryError:
+        return []
 
 
 def _cycles(deployed: dict[str, Deployed]) -> set[str]:

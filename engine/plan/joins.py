@@ -14,14 +14,11 @@ from engine.plan.query import (
     QueryInput,
     QueryTemplate,
     compile_filter_condition,
-    define_output,
     filter_function,
     output_flags,
-    plan_output,
+    plan_selection,
 )
-from engine.plan.ratelimits import plan_rate_limiter
 from engine.plan.scope import Scope, Source
-from engine.plan.selector import compile_selector
 from engine.plan.windows import WindowPlan, plan_window
 from engine.query.queries import InsertInto, JoinInput, Query, SingleInput, StreamFunction
 from engine.runtime.join import EmptyWindow, JoinSide, SelfJoinReceiver, no_rows
@@ -150,22 +147,7 @@ def plan_join_query(
                 hint="list the attributes with aliases instead",
             )
             raise PlanError
-    batching = query.output_rate is None or query.output_rate.kind != "snapshot"
-    sel = compile_selector(
-        query.selector,
-        sel_scope,
-        comp,
-        current_on=current_on,
-        expired_on=expired_on,
-        batching=batching,
-        star_sources=star,
-        query_name=name,
-    )
-    if ctx.errors:
-        raise PlanError
-    define_output(ctx, query, sel.names, sel.types, inner)
-    limiter = plan_rate_limiter(query, sel, comp)
-    output = plan_output(ctx, query, sel, comp, inner)
+    sel, limiter, output = plan_selection(ctx, query, sel_scope, comp, star, name, inner)
     expired_used = expired_on or sel.has_aggregates
     uni = j.unidirectional
     left_trigger = left.kind != "table" and uni != "right"

@@ -19,14 +19,11 @@ from engine.plan.query import (
     QueryInput,
     QueryTemplate,
     compile_filter_condition,
-    define_output,
     output_flags,
-    plan_output,
+    plan_selection,
     resolve_input,
 )
-from engine.plan.ratelimits import plan_rate_limiter
 from engine.plan.scope import Scope, Source
-from engine.plan.selector import compile_selector
 from engine.query.expressions import EventIndex
 from engine.query.queries import (
     AbsentState,
@@ -266,22 +263,7 @@ def plan_state_query(
                 hint="list the attributes to select",
             )
             raise PlanError
-    batching = query.output_rate is None or query.output_rate.kind != "snapshot"
-    sel = compile_selector(
-        query.selector,
-        sel_scope,
-        comp,
-        current_on=current_on,
-        expired_on=expired_on,
-        batching=batching,
-        star_sources=select_sources,
-        query_name=name,
-    )
-    if ctx.errors:
-        raise PlanError
-    define_output(ctx, query, sel.names, sel.types, inner)
-    limiter = plan_rate_limiter(query, sel, comp)
-    output = plan_output(ctx, query, sel, comp, inner)
+    sel, limiter, output = plan_selection(ctx, query, sel_scope, comp, select_sources, name, inner)
     ns = ctx.namespace
     filters: dict[int, Any] = {}
     for leaf in leaves:

@@ -14,7 +14,7 @@ from typing import Any
 from engine.events import Chunk
 from engine.plan.context import Env, PlanContext, StreamInfo
 from engine.plan.expressions import Compiled, ExpressionCompiler, PlanError
-from engine.plan.ratelimits import plan_rate_limiter
+from engine.plan.ratelimits import LimiterPlan, plan_rate_limiter
 from engine.plan.scope import Scope, Source
 from engine.plan.selector import SelectorPlan, compile_selector
 from engine.plan.windows import WindowPlan, plan_window
@@ -318,6 +318,34 @@ def _check_compatible(
     raise PlanError
 
 
+def plan_selection(
+    ctx: PlanContext,
+    query: Query,
+    scope: Scope,
+    comp: ExpressionCompiler,
+    star_sources: list[Any],
+    name: str,
+    inner_streams: dict[str, StreamInfo] | None,
+) -> tuple[SelectorPlan, LimiterPlan | None, Callable[[Env], Callable[[Chunk], None]]]:
+    """What every kind of query ends with: its selector, the stream it defines, its rate
+    limiter and its output."""
+    current_on, expired_on = output_flags(query)
+    sel = compile_selector(
+        query.selector,
+        scope,
+        comp,
+        current_on=current_on,
+        expired_on=expired_on,
+        batching=query.output_rate is None or query.output_rate.kind != "snapshot",
+        star_sources=star_sources,
+        query_name=name,
+    )
+    if ctx.errors:
+        raise PlanError
+    define_output(ctx, query, sel.names, sel.types, inner_streams)
+    return sel, plan_rate_limiter(query, sel, comp), plan_output(ctx, query, sel, comp, inner_streams)
+
+
 def plan_single_query(
     ctx: PlanContext,
     query: Query,
@@ -345,22 +373,7 @@ def plan_single_query(
         window = plan_window(si.window.call, scope, comp)
     post = compile_filter_condition(comp, si.post_handlers, scope)
     is_named_window = si.stream in ctx.window_infos
-    batching = query.output_rate is None or query.output_rate.kind != "snapshot"
-    sel = compile_selector(
-        query.selector,
-        scope,
-        comp,
-        current_on=current_on,
-        expired_on=expired_on,
-        batching=batching,
-        star_sources=[source],
-        query_name=name,
-    )
-    if ctx.errors:
-        raise PlanError
-    define_output(ctx, query, sel.names, sel.types, inner_streams)
-    limiter = plan_rate_limiter(query, sel, comp)
-    output = plan_output(ctx, query, sel, comp, inner_streams)
+    sel, limiter, output = plan_selection(ctx, query, scope, comp, [source], name, inner_streams)
     expired_used = expired_on or sel.has_aggregates
     arity = len(info.attributes)
     pre_fn = filter_function(pre, ctx.namespace, "_et" in pre.fast, arity) if pre is not None else None

@@ -73,7 +73,7 @@ def compile_selector(
         agg = _Agg(code, args[0] if args else None, slots[0])
         slots[0] += len(code.init)
         aggs.append(agg)
-        value = code.value.replace("st[b+1]", f"st[{agg.base + 1}]").replace("st[b]", f"st[{agg.base}]")
+        value = _subst(code.value, agg.base)
         return Compiled(value, value, code.kind)
 
     prev_hook = comp.ctx.aggregate_hook

@@ -147,11 +147,12 @@ class KeyedFollowedBy:
         self.next_sweep: int | None = None
         self.starters: list[Callable[[], None]] = [self.start]
         full = f2_fast or "True"
-        test, hoist = _hoisted(_without_key_test(full, key_code))
+        reduced = _without_key_test(full, key_code)
+        test, hoist = _hoisted(reduced)
         src = _LOOP.format(
             key=key_code,
             # a NaN key's bucket holds NaN keys, yet `e1.k == k` never holds for them
-            nan=" or k != k" if test != _hoisted(full)[0] else "",
+            nan=" or k != k" if reduced != full else "",
             used="\n        used[k] = t" if purge is not None else "",
             trim=_TRIM.format(within=within) if within is not None else "",
             hoist=hoist,

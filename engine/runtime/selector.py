@@ -130,26 +130,19 @@ class SelectorRuntime:
             self.st = self.code.new_state()
 
     def process(self, chunk: Chunk) -> Chunk | None:
-        try:
-            res = self._fn(self, chunk.ts, chunk.rows, chunk.kinds)
-        except ProcessingError:
-            raise
-        except Exception as exc:  # a bug, or a value Siddhi would reject at run time
-            msg = f"{type(exc).__name__}: {exc}"
-            raise ProcessingError(msg, self.code.query) from exc
-        if res is None:
-            return None
-        return Chunk(res[0], res[1], res[2], res[3] if len(res) > 3 else None)
+        return self._run(self._fn, chunk.ts, chunk.rows, chunk.kinds)
 
     def process_length(self, window: Any, chunk: Chunk) -> Chunk | None:
         """The length window's work and this selector's, on a chunk of current events."""
-        fn = self.code.length_function
-        assert fn is not None
+        assert self.code.length_function is not None
+        return self._run(self.code.length_function, window, chunk.ts, chunk.rows)
+
+    def _run(self, fn: Any, *args: Any) -> Chunk | None:
         try:
-            res = fn(self, window, chunk.ts, chunk.rows)
+            res = fn(self, *args)
         except ProcessingError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # a bug, or a value Siddhi would reject at run time
             msg = f"{type(exc).__name__}: {exc}"
             raise ProcessingError(msg, self.code.query) from exc
         if res is None:

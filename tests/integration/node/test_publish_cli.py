@@ -30,7 +30,7 @@ def env(tmp_path: Path) -> Iterator[tuple[Node, Path, Path]]:
         yield node, db, config
 
 
-def publish(node: Node, *args: str) -> tuple[int, str]:
+def publish(node: Node, *args: str, password: str = ADMIN_PASSWORD) -> tuple[int, str]:
     assert node.thrift is not None
     result = CliRunner().invoke(
         main,
@@ -41,7 +41,7 @@ def publish(node: Node, *args: str) -> tuple[int, str]:
             "--auth-url",
             f"ssl://127.0.0.1:{node.thrift.tls_port}",
             "--password",
-            ADMIN_PASSWORD,
+            password,
             *args,
         ],
     )
@@ -111,22 +111,8 @@ def test_wrong_password_is_a_message(env: tuple[Node, Path, Path], tmp_path: Pat
     events = tmp_path / "e.jsonl"
     events.write_text('["s1", "kitchen", 31.0]\n', encoding="utf-8")
     assert node.thrift is not None
-    result = CliRunner().invoke(
-        main,
-        [
-            "publish",
-            "--url",
-            f"tcp://127.0.0.1:{node.thrift.port}",
-            "--auth-url",
-            f"ssl://127.0.0.1:{node.thrift.tls_port}",
-            "--password",
-            "wrong-password",
-            "--stream",
-            "temps:1.0.0",
-            "--config",
-            str(config),
-            str(events),
-        ],
+    code, output = publish(
+        node, "--stream", "temps:1.0.0", "--config", str(config), str(events), password="wrong-password"
     )
-    assert result.exit_code == 1
-    assert "error: tcp://127.0.0.1" in result.output and "0 events were sent" in result.output
+    assert code == 1
+    assert "error: tcp://127.0.0.1" in output and "0 events were sent" in output

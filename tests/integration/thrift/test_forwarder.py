@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import socket
 from collections.abc import Iterator
 
 import pytest
@@ -12,6 +11,7 @@ from adapters.thrift.forwarder import ForwarderSettings, Wso2EventForwarder
 from adapters.thrift.memory import InMemoryHandler
 from adapters.thrift.server import DataBridgeServer
 from adapters.thrift.settings import ServerSettings
+from tests.support.nodes import free_port
 
 from .conftest import PIZZA, pizza_events
 
@@ -39,12 +39,6 @@ def second(settings: ServerSettings) -> Iterator[Peer]:
     handler = InMemoryHandler({"admin": "admin"})
     with DataBridgeServer(settings, handler) as server:
         yield server, handler
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_forwarder_defines_its_stream_and_delivers(second: Peer) -> None:
