@@ -45,7 +45,7 @@ class Event:
 class Chunk:
     """A batch of events moving between operators."""
 
-    __slots__ = ("ts", "rows", "kinds", "keys", "uniform")
+    __slots__ = ("ts", "rows", "kinds", "keys", "uniform", "ascending")
 
     def __init__(
         self,
@@ -54,12 +54,14 @@ class Chunk:
         kinds: list[int] | None = None,
         keys: list[Any] | None = None,
         uniform: bool = False,
+        ascending: bool = False,
     ) -> None:
         self.ts = ts
         self.rows = rows
         self.kinds = kinds
         self.keys = keys  # group-by key of each event, for rate limiters
         self.uniform = uniform  # every event has the same timestamp (fast paths may use ts[0])
+        self.ascending = ascending or uniform  # timestamps known not to decrease (False: unknown)
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -73,10 +75,10 @@ class Chunk:
             return self
         keep = [k != RESET for k in self.kinds]
         if all(keep):
-            return Chunk(self.ts, self.rows, uniform=self.uniform)
+            return Chunk(self.ts, self.rows, uniform=self.uniform, ascending=self.ascending)
         ts = [t for t, k in zip(self.ts, keep, strict=True) if k]
         rows = [r for r, k in zip(self.rows, keep, strict=True) if k]
-        return Chunk(ts, rows)
+        return Chunk(ts, rows, ascending=self.ascending)
 
     def events(self) -> list[Event]:
         kinds = self.kinds

@@ -8,7 +8,6 @@ import textwrap
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import repeat
 from typing import Any
 
 from engine.events import Chunk
@@ -141,7 +140,7 @@ _UNPACK_MAX = 6  # wider rows are cheaper to index than to unpack
 # with more runs than 1/_RUNS_MIN of the events, a mask selects events and timestamps.
 _RUNS_MIN = 32
 _RUNS = """
-if ts[0] <= ts[-1] and _sorted(ts) == ts:
+if chunk.ascending or (ts[0] <= ts[-1] and _sorted(ts) == ts):
     n = len(ts); ends = []; i = 0
     while i < n and len(ends) * {runs_min} <= n:
         i = _bisect(ts, ts[i], i)
@@ -149,11 +148,11 @@ if ts[0] <= ts[-1] and _sorted(ts) == ts:
     if i >= n:
         out = []; out_ts = []; i = 0
         for j in ends:
-            part = [{item} for {target} in rows[i:j] if {cond}]
-            out += part
-            out_ts += _repeat(ts[i], len(part))
+            k = len(out)
+            out += [{item} for {target} in rows[i:j] if {cond}]
+            out_ts += [ts[i]] * (len(out) - k)
             i = j
-        return _Chunk(out_ts, out, None, None, False)"""
+        return _Chunk(out_ts, out, None, None, False, True)"""
 
 
 def _runs(indent: int, item: str, target: str, cond: str) -> str:
@@ -194,7 +193,7 @@ def f(chunk):
     except (TypeError, ZeroDivisionError):
         keep = [{cond.safe} for {it}]
     if kinds is None:
-        return _Chunk(list(_compress(ts, keep)), list(_compress(rows, keep)), None, None, chunk.uniform)
+        return _Chunk(list(_compress(ts, keep)), list(_compress(rows, keep)), None, None, chunk.uniform, chunk.ascending)
     return _Chunk(list(_compress(ts, keep)), list(_compress(rows, keep)), list(_compress(kinds, keep)))
 """
     return _build(src, "<filter>", namespace)
@@ -209,25 +208,25 @@ def fused_function(
     uses_ts = "_et" in fast or (cond is not None and "_et" in cond.fast)
     if uses_ts:
         if cond is None:
-            body = f"return _Chunk(ts, [{fast} for _et, r in zip(ts, rows)], None, None, chunk.uniform)"
+            body = f"return _Chunk(ts, [{fast} for _et, r in zip(ts, rows)], None, None, chunk.uniform, chunk.ascending)"
         else:
             body = f"""keep = [{cond.fast} for _et, r in zip(ts, rows)]
         ts2 = list(_compress(ts, keep))
-        return _Chunk(ts2, [{fast} for _et, r in zip(ts2, _compress(rows, keep))], None, None, chunk.uniform)"""
+        return _Chunk(ts2, [{fast} for _et, r in zip(ts2, _compress(rows, keep))], None, None, chunk.uniform, chunk.ascending)"""
     else:
         test = "True" if cond is None else cond.fast
         unpacked = _unpacked(arity, fast, test)
         target, (item, test) = unpacked if unpacked is not None else ("r", [fast, test])
         where = "" if cond is None else f" if {test}"
         if cond is None:
-            body = f"return _Chunk(ts, [{item} for {target} in rows], None, None, chunk.uniform)"
+            body = f"return _Chunk(ts, [{item} for {target} in rows], None, None, chunk.uniform, chunk.ascending)"
         else:
             runs = _runs(8, item, target, test)
             body = f"""if chunk.uniform:
             out = [{item} for {target} in rows{where}]
             return _Chunk(ts[:len(out)], out, None, None, True){runs}
         keep = [{test} for {target} in rows]
-        return _Chunk(list(_compress(ts, keep)), [{item} for {target} in _compress(rows, keep)], None, None, False)"""
+        return _Chunk(list(_compress(ts, keep)), [{item} for {target} in _compress(rows, keep)], None, None, False, chunk.ascending)"""
     src = f"""
 def f(chunk):
     ts = chunk.ts; rows = chunk.rows
@@ -241,7 +240,7 @@ def f(chunk):
 
 def _build(src: str, name: str, namespace: dict[str, Any]) -> Callable[..., Any]:
     ns = dict(namespace)
-    ns.update(_Chunk=Chunk, _sorted=sorted, _bisect=bisect_right, _repeat=repeat)
+    ns.update(_Chunk=Chunk, _sorted=sorted, _bisect=bisect_right)
     exec(compile(src, name, "exec"), ns)  # noqa: S102 - generated code
     return ns["f"]  # type: ignore[no-any-return]
 

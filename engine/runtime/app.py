@@ -10,6 +10,7 @@ from engine.errors import CEPError, StateError
 from engine.events import Chunk, Event
 from engine.runtime import state as state_codec
 from engine.runtime.clock import PlaybackClock, Scheduler, WallClock
+from engine.runtime.gc_pause import GcPause
 from engine.runtime.junction import Junction
 from engine.runtime.state import StateRegistry
 from engine.types import AttrType, coerce, f32
@@ -109,12 +110,13 @@ class Runtime:
         rows: Sequence[Sequence[Any]],
         timestamps: Sequence[int] | int | None = None,
     ) -> None:
-        """Send a chunk of rows (tuples in attribute order) into `stream`."""
+        """Send a chunk of rows (tuples in attribute order) into `stream`. The engine takes
+        the lists as they are, without copying: don't change them after the call."""
         if not rows:
             return
         j = self._junction(stream)
         n = len(rows)
-        with self._lock:
+        with self._lock, GcPause():
             if self._closed:
                 msg = f"plan '{self.name}' has been shut down"
                 raise CEPError(msg)
@@ -125,7 +127,7 @@ class Runtime:
                 ts = [timestamps] * n
                 uniform = True
             else:
-                ts = list(timestamps)
+                ts = timestamps if isinstance(timestamps, list) else list(timestamps)
                 if len(ts) != n:
                     msg = f"{len(ts)} timestamps for {n} rows"
                     raise ValueError(msg)
@@ -154,7 +156,7 @@ class Runtime:
 
     def advance_to(self, t: int) -> None:
         """Playback: move the clock to `t` and fire every timer due by then."""
-        with self._lock:
+        with self._lock, GcPause():
             if self._playback:
                 assert isinstance(self._clock, PlaybackClock)
                 if not self._started:
@@ -168,7 +170,7 @@ class Runtime:
 
     def tick(self) -> int | None:
         """Wall clock: fire due timers now; returns the next due time (ms) or None."""
-        with self._lock:
+        with self._lock, GcPause():
             self._scheduler.floor = self._clock.now()
             self._scheduler.fire_until(self._clock.now())
             return self._scheduler.next_due()

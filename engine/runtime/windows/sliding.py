@@ -116,7 +116,7 @@ class TimeWindow(Window):
             self.buf_ts.extend(ts)
             self.buf_rows.extend(rows)
             if not out_rows:
-                self.emit(Chunk(ts, rows, None, None, chunk.uniform))
+                self.emit(Chunk(ts, rows, None, None, chunk.uniform, chunk.ascending))
             else:
                 self.emit(Chunk(out_ts + ts, out_rows + rows, kinds + [CURRENT] * len(rows)))
         else:

@@ -46,7 +46,10 @@ def examples(n: int) -> settings:
 
 
 def _records(chunk: Chunk) -> list[Record]:
-    """A chunk's events, values by repr: 1 and 1.0, 0.0 and -0.0 differ, nan equals nan."""
+    """A chunk's events, values by repr: 1 and 1.0, 0.0 and -0.0 differ, nan equals nan.
+    Checks on the way what fast paths downstream trust: the chunk's timestamp flags."""
+    assert not chunk.uniform or len(set(chunk.ts)) <= 1, chunk.ts
+    assert not chunk.ascending or chunk.ts == sorted(chunk.ts), chunk.ts
     kinds = chunk.kinds if chunk.kinds is not None else [0] * len(chunk.rows)
     return [
         (t, k, tuple(map(repr, row)))
@@ -203,6 +206,18 @@ PROJECTIONS = [
     (S8 + "from S[e < 20.0 and h] select h, g * 2.0 as g2, a + f as af, d, c insert into O;", K8),
     (S8 + "from S[b > 10.0 or f > 20] select g, a / f as q, b insert into O;", K8),
     (S8 + "from S[e > 0.0] select * insert into O;", K8),
+    # chained: the second query takes the first one's output, flagged ascending
+    (
+        S3
+        + "from S[b > 10.0] select a, b, c insert into M; from M[a > 0] select a, b * 2.0 as d insert into O;",
+        K3,
+    ),
+    (
+        S3
+        + "from S[b > 10.0] insert into M; from M[eventTimestamp() > 1020] select c, eventTimestamp() as t "
+        "insert into O;",
+        K3,
+    ),
 ]
 
 
