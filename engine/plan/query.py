@@ -140,7 +140,9 @@ _UNPACK_MAX = 6  # wider rows are cheaper to index than to unpack
 # with more runs than 1/_RUNS_MIN of the events, a mask selects events and timestamps.
 _RUNS_MIN = 32
 _RUNS = """
-if chunk.ascending or (ts[0] <= ts[-1] and _sorted(ts) == ts):
+if not chunk.ascending and ts[0] <= ts[-1] and _sorted(ts) == ts:
+    chunk.ascending = True  # for the stream's other queries
+if chunk.ascending:
     n = len(ts); ends = []; i = 0
     while i < n and len(ends) * {runs_min} <= n:
         i = _bisect(ts, ts[i], i)

@@ -206,6 +206,8 @@ PROJECTIONS = [
     (S8 + "from S[e < 20.0 and h] select h, g * 2.0 as g2, a + f as af, d, c insert into O;", K8),
     (S8 + "from S[b > 10.0 or f > 20] select g, a / f as q, b insert into O;", K8),
     (S8 + "from S[e > 0.0] select * insert into O;", K8),
+    # two queries of one stream: the second finds the chunk flagged ascending by the first
+    (S3 + "from S[b > 10.0] select a insert into M; from S[a > 0] select a, b * 2.0 as d insert into O;", K3),
     # chained: the second query takes the first one's output, flagged ascending
     (
         S3
