@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -107,4 +108,20 @@ def test_nested_pauses_lift_only_at_the_outermost() -> None:
         with GcPause():
             assert not gc.isenabled()
         assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_concurrent_sends_leave_the_collector_running() -> None:
+    gc.enable()
+    runtimes = [engine.compile(PLAN, start_time=0) for _ in range(4)]
+
+    def feed(rt: engine.Runtime) -> None:
+        for t in range(300):
+            rt.send("S", [(2.0,), (0.5,)], timestamps=[t, t])
+
+    threads = [threading.Thread(target=feed, args=(rt,)) for rt in runtimes]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
     assert gc.isenabled()
