@@ -16,13 +16,15 @@ from engine.plan.query import (
     compile_filter_condition,
     filter_function,
     output_flags,
+    output_stages,
     plan_selection,
+    query_template,
 )
 from engine.plan.scope import Scope, Source
 from engine.plan.windows import WindowPlan, plan_window
-from engine.query.queries import InsertInto, JoinInput, Query, SingleInput, StreamFunction
+from engine.query.queries import JoinInput, Query, SingleInput, StreamFunction
 from engine.runtime.join import EmptyWindow, JoinSide, SelfJoinReceiver, no_rows
-from engine.runtime.query import CallbackStage, FunctionStage, Stage, WindowStage
+from engine.runtime.query import FunctionStage, Stage, WindowStage, chain
 from engine.runtime.windows.base import WindowContext
 from engine.types import AttrType
 
@@ -185,13 +187,7 @@ def plan_join_query(
         starts: list[Callable[[], None]] = []
         selector = sel.code.instance()
         states["selector"] = selector
-        downstream: Stage = CallbackStage(output(env))
-        if limiter is not None:
-            lim = limiter.build(env, f"{env.prefix}{name}/ratelimit")
-            states["ratelimit"] = lim
-            starts.append(lim.start)
-            lim.next = downstream
-            downstream = lim
+        downstream = chain(*output_stages(env, name, limiter, output, states, starts))
 
         holders: dict[str, Callable[[], list[Any]]] = {}
         heads: dict[str, Stage | None] = {}
@@ -270,14 +266,8 @@ def plan_join_query(
                     inputs.append(QueryInput(side.si.stream, side.si.inner, head.process))
         return Built(inputs, states, starts)
 
-    out = query.output
-    target = out.target if isinstance(out, InsertInto) else None
-    return QueryTemplate(
-        name,
-        target,
-        isinstance(out, InsertInto) and out.inner,
-        build,
-        [(left.si.stream, left.si.inner), (right.si.stream, right.si.inner)],
+    return query_template(
+        query, name, build, [(left.si.stream, left.si.inner), (right.si.stream, right.si.inner)]
     )
 
 

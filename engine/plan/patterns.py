@@ -20,7 +20,10 @@ from engine.plan.query import (
     QueryTemplate,
     compile_filter_condition,
     output_flags,
+    output_stages,
+    plain_selection,
     plan_selection,
+    query_template,
     resolve_input,
 )
 from engine.plan.scope import Scope, Source
@@ -40,7 +43,7 @@ from engine.query.queries import (
 )
 from engine.runtime.followed_by import FollowedBy
 from engine.runtime.pattern import AbsentNode, CountNode, LogicalNode, Machine, Node
-from engine.runtime.query import CallbackStage, Stage
+from engine.runtime.query import chain
 
 
 @dataclass
@@ -352,13 +355,7 @@ def plan_state_query(
         starts: list[Callable[[], None]] = []
         selector = sel.code.instance()
         states["selector"] = selector
-        downstream: Stage = CallbackStage(output(env))
-        if limiter is not None:
-            lim = limiter.build(env, f"{env.prefix}{name}/ratelimit")
-            states["ratelimit"] = lim
-            starts.append(lim.start)
-            lim.next = downstream
-            downstream = lim
+        downstream = chain(*output_stages(env, name, limiter, output, states, starts))
         machine = build_machine(env, f"{env.prefix}{name}/")
         states["pattern"] = machine
 
@@ -376,20 +373,10 @@ def plan_state_query(
         ]
         return Built(inputs, states, starts)
 
+    template = query_template(query, name, build, streams)
     out = query.output
-    target = out.target if isinstance(out, InsertInto) else None
-    template = QueryTemplate(name, target, isinstance(out, InsertInto) and out.inner, build, streams)
-    plain_selection = (
-        not sel.has_aggregates
-        and not sel.group_by
-        and query.selector.having is None
-        and not query.selector.order_by
-        and query.selector.limit is None
-        and query.selector.offset is None
-        and current_on
-        and not expired_on
-    )
-    if fast and limiter is None and plain_selection and isinstance(out, InsertInto) and not out.inner:
+    plain = plain_selection(query, sel) and current_on and not expired_on
+    if fast and limiter is None and plain and isinstance(out, InsertInto) and not out.inner:
         e1, e2 = leaves
         template.extras["followed_by"] = {
             "streams": (e1.stream, e2.stream),

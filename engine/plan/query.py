@@ -347,6 +347,47 @@ def plan_selection(
     return sel, plan_rate_limiter(query, sel, comp), plan_output(ctx, query, sel, comp, inner_streams)
 
 
+def plain_selection(query: Query, sel: SelectorPlan) -> bool:
+    """A selection that maps each event to its row alone: no aggregates, grouping, having,
+    ordering, limit or offset."""
+    clauses = query.selector
+    return (
+        not sel.has_aggregates
+        and not sel.group_by
+        and clauses.having is None
+        and not clauses.order_by
+        and clauses.limit is None
+        and clauses.offset is None
+    )
+
+
+def output_stages(
+    env: Env,
+    name: str,
+    limiter: LimiterPlan | None,
+    output: Callable[[Env], Callable[[Chunk], None]],
+    states: dict[str, Any],
+    starts: list[Callable[[], None]],
+) -> list[Stage]:
+    """The stages every query ends with: its rate limiter, if it has one, then its output."""
+    stages: list[Stage] = []
+    if limiter is not None:
+        lim = limiter.build(env, f"{env.prefix}{name}/ratelimit")
+        states["ratelimit"] = lim
+        starts.append(lim.start)
+        stages.append(lim)
+    stages.append(CallbackStage(output(env)))
+    return stages
+
+
+def query_template(
+    query: Query, name: str, build: Callable[[Env], Built], input_streams: list[tuple[str, bool]]
+) -> QueryTemplate:
+    out = query.output
+    target = out.target if isinstance(out, InsertInto) else None
+    return QueryTemplate(name, target, isinstance(out, InsertInto) and out.inner, build, input_streams)
+
+
 def plan_single_query(
     ctx: PlanContext,
     query: Query,
@@ -379,17 +420,7 @@ def plan_single_query(
     arity = len(info.attributes)
     pre_fn = filter_function(pre, ctx.namespace, "_et" in pre.fast, arity) if pre is not None else None
     post_fn = filter_function(post, ctx.namespace, "_et" in post.fast, arity) if post is not None else None
-    plain = (
-        window is None
-        and not is_named_window
-        and not sel.has_aggregates
-        and not sel.group_by
-        and query.selector.having is None
-        and not query.selector.order_by
-        and query.selector.limit is None
-        and query.selector.offset is None
-        and current_on
-    )
+    plain = window is None and not is_named_window and plain_selection(query, sel) and current_on
     fused = fused_function(pre, sel, ctx.namespace, arity) if plain and not sel.passthrough else None
     sliding_fused = (
         window is not None
@@ -434,24 +465,11 @@ def plan_single_query(
                 if post_fn is not None:
                     stages.append(FunctionStage(post_fn, name))
                 stages.append(SelectStage(selector))
-        if limiter is not None:
-            lim = limiter.build(env, f"{env.prefix}{name}/ratelimit")
-            states["ratelimit"] = lim
-            stages.append(lim)
-            starts.append(lim.start)
-        stages.append(CallbackStage(output(env)))
+        stages += output_stages(env, name, limiter, output, states, starts)
         head = chain(*stages)
         return Built([QueryInput(si.stream, si.inner, head.process)], states, starts)
 
-    out = query.output
-    target = out.target if isinstance(out, InsertInto) else None
-    return QueryTemplate(
-        name,
-        target,
-        isinstance(out, InsertInto) and out.inner,
-        build,
-        [(si.stream, si.inner)],
-    )
+    return query_template(query, name, build, [(si.stream, si.inner)])
 
 
 def _with_fallback(
