@@ -37,7 +37,9 @@ LONGS = (AttrType.INT, AttrType.LONG)
 Row = tuple[Any, ...]
 
 
-def _reader(window: Window, fn: Callable[[Row], Any], what: str) -> Callable[[Row], int]:
+def timestamp_reader(window: Window, fn: Callable[[Row], Any], what: str) -> Callable[[Row], int]:
+    """The timestamp attribute of a row as an int; a null stops the query with `what`."""
+
     def read(row: Row) -> int:
         value = fn(row)
         if value is None:
@@ -58,7 +60,7 @@ class ExternalTimeWindow(Window):
     def __init__(self, ctx: WindowContext, args: list[Any]) -> None:
         super().__init__(ctx, args)
         check_args("externalTime", _check_timestamp, args, arg_types(args, ctx.attribute_types))
-        self.ext = _reader(self, args[0], "externalTime timestamp")
+        self.ext = timestamp_reader(self, args[0], "externalTime timestamp")
         self.span = int(args[1])
         self.buf: deque[tuple[int, Row, int]] = deque()  # (ts, row, external time)
 
@@ -82,23 +84,25 @@ class ExternalTimeWindow(Window):
         self.buf = deque((t, tuple(r), x) for t, r, x in state)
 
 
-class ExternalTimeBatchWindow(Window):
-    def __init__(self, ctx: WindowContext, args: list[Any]) -> None:
-        super().__init__(ctx, args)
-        check_args("externalTimeBatch", _check_timestamp, args, arg_types(args, ctx.attribute_types))
-        self.ext = _reader(self, args[0], "externalTimeBatch timestamp")
-        self.ts_index = attribute_index(args[0])
-        self.span = int(args[1])
-        self.has_start = len(args) > 2
-        start = args[2] if self.has_start else 0
-        self.start_of = _reader(self, start, "externalTimeBatch start.time") if callable(start) else None
-        self.start_time = 0 if callable(start) else int(start)
-        self.timeout = int(args[3]) if len(args) > 3 else 0
-        self.replace = bool(args[4]) if len(args) > 4 else False
-        keep = ctx.expired_needed or ctx.for_join or self.timeout > 0
-        self.current: list[Ev] = []
-        self.expired: list[Ev] | None = [] if keep else None
-        self.reset: Ev | None = None
+class ExternalBatching(Window):
+    """What externalTimeBatch and unique:externalTimeBatch share: batches that end on the
+    events' own timestamps, the timeout that flushes a batch early, and the resend of a
+    flushed batch with its late events. Subclasses hold the batch (`current`, `expired`),
+    set the parameters below, then call `start_batching`."""
+
+    ext: Callable[[Row], int]
+    ts_index: int | None
+    span: int
+    has_start: bool
+    start_of: Callable[[Row], int] | None
+    start_time: int
+    timeout: int
+    replace: bool
+    current: Any
+    reset: Ev | None
+
+    def start_batching(self) -> None:
+        self.reset = None
         self.end_time = -1
         self.last_scheduled = 0
         self.last_current = 0
@@ -130,10 +134,10 @@ class ExternalTimeBatchWindow(Window):
             self.last_current = max(self.last_current, cur)
             if cur >= self.end_time:
                 if self.flushed:
-                    self._append_out(outs, self.last_current, False)
+                    self._append_out(outs, False)
                     self.flushed = False
                 else:
-                    self._flush_out(outs, self.last_current, False)
+                    self._flush_out(outs, False)
                 self.end_time = self._end_after(self.last_current)
                 self._clone_append(t, r)
                 if self.timeout > 0:
@@ -148,10 +152,10 @@ class ExternalTimeBatchWindow(Window):
             return
         outs: list[Chunk] = []
         if not self.flushed:
-            self._flush_out(outs, self.last_current, True)
+            self._flush_out(outs, True)
             self.flushed = True
         elif self.current:
-            self._append_out(outs, self.last_current, True)
+            self._append_out(outs, True)
         self._schedule()  # keeps firing every timeout while the app runs, as in Siddhi
         for c in outs:
             self.emit(c)
@@ -160,12 +164,47 @@ class ExternalTimeBatchWindow(Window):
         row = r
         if self.replace and self.ts_index is not None:
             row = r[: self.ts_index] + (self.end_time,) + r[self.ts_index + 1 :]
-        self.current.append((t, row))
+        self._add(t, row)
         if self.reset is None:
             self.reset = (t, r)
 
-    def _flush_out(self, outs: list[Chunk], at: int, preserve: bool) -> None:
-        out = Out()
+    def _add(self, t: int, row: Row) -> None:
+        raise NotImplementedError
+
+    def _flush_out(self, outs: list[Chunk], preserve: bool) -> None:
+        """Close the batch: expire the last one, send this one (`preserve`: by the timeout)."""
+        raise NotImplementedError
+
+    def _append_out(self, outs: list[Chunk], preserve: bool) -> None:
+        """Events for a batch a timeout already flushed: the batch goes out again with them."""
+        raise NotImplementedError
+
+
+class ExternalTimeBatchWindow(ExternalBatching):
+    def __init__(self, ctx: WindowContext, args: list[Any]) -> None:
+        super().__init__(ctx, args)
+        check_args("externalTimeBatch", _check_timestamp, args, arg_types(args, ctx.attribute_types))
+        self.ext = timestamp_reader(self, args[0], "externalTimeBatch timestamp")
+        self.ts_index = attribute_index(args[0])
+        self.span = int(args[1])
+        self.has_start = len(args) > 2
+        start = args[2] if self.has_start else 0
+        self.start_of = (
+            timestamp_reader(self, start, "externalTimeBatch start.time") if callable(start) else None
+        )
+        self.start_time = 0 if callable(start) else int(start)
+        self.timeout = int(args[3]) if len(args) > 3 else 0
+        self.replace = bool(args[4]) if len(args) > 4 else False
+        keep = ctx.expired_needed or ctx.for_join or self.timeout > 0
+        self.current: list[Ev] = []
+        self.expired: list[Ev] | None = [] if keep else None
+        self.start_batching()
+
+    def _add(self, t: int, row: Row) -> None:
+        self.current.append((t, row))
+
+    def _flush_out(self, outs: list[Chunk], preserve: bool) -> None:
+        at, out = self.last_current, Out()
         if self.ctx.expired_needed and self.expired:
             out.expire_all(at, self.expired)
         if self.expired is not None:
@@ -181,11 +220,10 @@ class ExternalTimeBatchWindow(Window):
         if out:
             outs.append(out.chunk())
 
-    def _append_out(self, outs: list[Chunk], at: int, preserve: bool) -> None:
-        """Events for a batch a timeout already flushed: the batch goes out again with them."""
+    def _append_out(self, outs: list[Chunk], preserve: bool) -> None:
         if not self.current:
             return
-        out = Out()
+        at, out = self.last_current, Out()
         sent = list(self.expired or ())
         if self.ctx.expired_needed:
             out.expire_all(at, sent)

@@ -14,10 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from engine.errors import ProcessingError
 from engine.events import Chunk
-from engine.runtime.windows.base import Param, Window, WindowContext, WindowSpec, register
-from engine.runtime.windows.javacompat import java_rem
+from engine.runtime.windows.base import Param, WindowContext, WindowSpec, register
+from engine.runtime.windows.external import ExternalBatching, timestamp_reader
 from engine.runtime.windows.shared import Ev, Out, attribute_index, constant_reader, load_ev, save_ev
 from engine.types import AttrType
 
@@ -26,17 +25,18 @@ KEY_TYPES = (AttrType.INT, AttrType.LONG, AttrType.FLOAT, AttrType.BOOL, AttrTyp
 LONGS = (AttrType.INT, AttrType.LONG)
 
 
-class UniqueExternalTimeBatchWindow(Window):
+class UniqueExternalTimeBatchWindow(ExternalBatching):
     """unique:externalTimeBatch(key, timestamp, window.time [, start.time [, timeout
     [, replace.timestamp.with.batch.end.time]]])."""
 
     def __init__(self, ctx: WindowContext, args: list[Any]) -> None:
         super().__init__(ctx, args)
         self.key_of: Callable[[Row], Any] = args[0] if callable(args[0]) else constant_reader(args[0])
-        self.ts_of: Callable[[Row], Any] = args[1]
+        self.ext = timestamp_reader(self, args[1], "unique:externalTimeBatch timestamp")
         self.ts_index = attribute_index(args[1])
         self.span = int(args[2])
         self.has_start = len(args) > 3
+        self.start_of = None
         self.start_time = int(args[3]) if self.has_start else 0
         self.timeout = int(args[4]) if len(args) > 4 else 0
         self.replace = bool(args[5]) if len(args) > 5 else False
@@ -44,78 +44,10 @@ class UniqueExternalTimeBatchWindow(Window):
         keep = self.store or self.timeout > 0
         self.current: dict[Any, Ev] = {}
         self.expired: dict[Any, Ev] | None = {} if keep else None
-        self.reset: Ev | None = None
-        self.end_time = -1
-        self.last_scheduled = 0
-        self.last_current = 0
-        self.flushed = False
-        self.register_timer()
+        self.start_batching()
 
-    def _ext(self, row: Row) -> int:
-        value = self.ts_of(row)
-        if value is None:
-            msg = "unique:externalTimeBatch timestamp is null"
-            raise ProcessingError(msg, self.ctx.query)
-        return int(value)
-
-    def _end_after(self, cur: int) -> int:
-        return cur + (self.span - java_rem(cur - self.start_time, self.span))
-
-    def _schedule(self) -> None:
-        self.last_scheduled = self.ctx.now() + self.timeout
-        self.notify_at(self.last_scheduled)
-
-    def process(self, chunk: Chunk) -> None:
-        if not chunk.rows:
-            return
-        outs: list[Chunk] = []
-        if self.end_time < 0:
-            first = self._ext(chunk.rows[0])
-            if self.has_start:
-                self.end_time = self._end_after(first)
-            else:
-                self.start_time = first
-                self.end_time = first + self.span
-            if self.timeout > 0:
-                self._schedule()
-        for t, r in zip(chunk.ts, chunk.rows, strict=True):
-            cur = self._ext(r)
-            self.last_current = max(self.last_current, cur)
-            if cur >= self.end_time:
-                if self.flushed:
-                    self._append_out(outs, False)
-                    self.flushed = False
-                else:
-                    self._flush_out(outs, False)
-                self.end_time = self._end_after(self.last_current)
-                self._clone_append(t, r)
-                if self.timeout > 0:
-                    self._schedule()
-            else:
-                self._clone_append(t, r)
-        for c in outs:
-            self.emit(c)
-
-    def on_timer(self, due: int, now: int) -> None:
-        if self.last_scheduled > due:
-            return
-        outs: list[Chunk] = []
-        if not self.flushed:
-            self._flush_out(outs, True)
-            self.flushed = True
-        elif self.current:
-            self._append_out(outs, True)
-        self._schedule()
-        for c in outs:
-            self.emit(c)
-
-    def _clone_append(self, t: int, r: Row) -> None:
-        row = r
-        if self.replace and self.ts_index is not None:
-            row = r[: self.ts_index] + (self.end_time,) + r[self.ts_index + 1 :]
+    def _add(self, t: int, row: Row) -> None:
         self.current[self.key_of(row)] = (t, row)
-        if self.reset is None:
-            self.reset = (t, r)
 
     def _flush_out(self, outs: list[Chunk], preserve: bool) -> None:
         at, out = self.last_current, Out()
