@@ -3,8 +3,9 @@
 Every row a chunk emits is a new tuple, and each counts toward the collector's
 generation-0 threshold (700 allocations): a 10,000-event chunk would set off a dozen
 collections that walk the young rows and free nothing, since rows of atomic values hold
-no cycles. Paused, the collector runs once after the chunk instead (about 30 % more
-events/s on a filter). Reference counting still frees every acyclic object at once; a
+no cycles. Paused, the collector runs once after the chunk instead (in the engine bench a
+grouped sliding average went from 1.5M to 2.7M events/s, a partitioned pattern from 320k
+to 890k). Reference counting still frees every acyclic object at once; a
 cycle made during the chunk waits for that one collection, so memory stays bounded by
 the chunk. The pause lifts only what it set: a collector that was already off stays off.
 """
