@@ -64,6 +64,17 @@ class Http:
 
 
 @dataclass(frozen=True)
+class Login:
+    """Throttling of password checks (Thrift connect, HTTP basic): see `app.node.auth`."""
+
+    max_failures: int = 5  # failed logins per address (and per user) within the window before a lockout
+    window_seconds: float = 60.0
+    lockout_seconds: float = 1.0  # the first lockout; doubled by every further failure
+    max_lockout_seconds: float = 60.0
+    max_concurrent_checks: int = 1  # password hashes (scrypt) computed at once on this node
+
+
+@dataclass(frozen=True)
 class Adapters:
     buffer_events: int = 100_000  # events an output adapter holds while its target is down
     batch_events: int = 500
@@ -94,6 +105,7 @@ class Config:
     console: Console = field(default_factory=Console)
     thrift: Thrift = field(default_factory=Thrift)
     http: Http = field(default_factory=Http)
+    login: Login = field(default_factory=Login)
     adapters: Adapters = field(default_factory=Adapters)
     cluster: Cluster = field(default_factory=Cluster)
     ha: HA = field(default_factory=HA)
@@ -224,6 +236,12 @@ def _validate(cfg: Config) -> None:
         raise ConfigError(msg)
     if cfg.http.max_request_bytes <= 0:
         msg = "http.max_request_bytes must be positive"
+        raise ConfigError(msg)
+    if cfg.login.max_failures < 1 or cfg.login.max_concurrent_checks < 1:
+        msg = "login.max_failures and login.max_concurrent_checks must be at least 1"
+        raise ConfigError(msg)
+    if not 0 < cfg.login.lockout_seconds <= cfg.login.max_lockout_seconds:
+        msg = "login.lockout_seconds must be positive and at most login.max_lockout_seconds"
         raise ConfigError(msg)
     if cfg.adapters.stop_timeout_seconds < 0:
         msg = "adapters.stop_timeout_seconds must be 0 or more"

@@ -40,7 +40,9 @@ def events_blueprint(
         if (
             auth is None
             or auth.type != "basic"
-            or not credentials.check(auth.username or "", auth.password or "")
+            or not credentials.check(
+                auth.username or "", auth.password or "", request.remote_addr or "", "http"
+            ).ok
         ):
             return _error(
                 401,

@@ -20,8 +20,8 @@ from typing import Any
 
 from adapters.output.throttle import Throttle
 from adapters.thrift import DataBridgeServer, ServerSettings
-from app.config import Config
-from app.node.auth import Credentials
+from app.config import Config, Login
+from app.node.auth import Credentials, LoginThrottle, ThrottleSettings
 from app.node.catalog import StreamCatalog
 from app.node.errors import NodeError
 from app.node.http_events import events_blueprint
@@ -44,6 +44,18 @@ def wanted_listeners(receivers: Sequence[Receiver], cfg: Config) -> dict[str, bo
     return out
 
 
+def login_throttle(login: Login) -> LoginThrottle:
+    return LoginThrottle(
+        ThrottleSettings(
+            max_failures=login.max_failures,
+            window_seconds=login.window_seconds,
+            lockout_seconds=login.lockout_seconds,
+            max_lockout_seconds=login.max_lockout_seconds,
+            max_concurrent_checks=login.max_concurrent_checks,
+        )
+    )
+
+
 class Node:
     def __init__(self, config: Config, admin_password: str | None = None) -> None:
         self.config = config
@@ -53,7 +65,7 @@ class Node:
         self.ingress = Ingress()
         self.outputs = OutputHub(config.adapters, stop_timeout=config.adapters.stop_timeout_seconds)
         self.plans = PlanManager(self.catalog, self.ingress, self.outputs)
-        self.credentials = Credentials(self.registry.verify_user)
+        self.credentials = Credentials(self.registry.verify_user, throttle=login_throttle(config.login))
         self.thrift: DataBridgeServer | None = None
         self.web: WebServer | None = None
         self._http_open = False

@@ -21,7 +21,7 @@ class RegistryHandler:
         self._credentials = credentials
 
     def authenticate(self, username: str, password: str) -> bool:
-        return self._credentials.check(username, password)
+        return self._credentials.check(username, password, via="thrift").ok
 
     def define_stream(self, definition: WireStreamDefinition) -> str:
         return self._catalog.define(definition)

@@ -1,10 +1,13 @@
-"""`Credentials`: successful checks are cached for `ttl` seconds, failures never are."""
+"""`Credentials`: successful checks are cached for `ttl` seconds, failures never are and are throttled."""
 
 from __future__ import annotations
 
+import logging
 import time
 
-from app.node.auth import Credentials
+import pytest
+
+from app.node.auth import Credentials, LoginThrottle, Outcome, ThrottleSettings
 
 USERS = {"admin": "s3cret", "bob": "hunter2"}
 
@@ -22,35 +25,35 @@ class Verifier:
 def test_a_successful_check_is_verified_once() -> None:
     verify = Verifier()
     credentials = Credentials(verify)
-    assert [credentials.check("admin", "s3cret") for _ in range(5)] == [True] * 5
+    assert [credentials.check("admin", "s3cret").ok for _ in range(5)] == [True] * 5
     assert verify.calls == [("admin", "s3cret")]
 
 
 def test_failures_are_never_cached() -> None:
     verify = Verifier()
     credentials = Credentials(verify)
-    assert credentials.check("admin", "wrong") is False
-    assert credentials.check("admin", "wrong") is False
-    assert credentials.check("nobody", "s3cret") is False
+    assert credentials.check("admin", "wrong").ok is False
+    assert credentials.check("admin", "wrong").ok is False
+    assert credentials.check("nobody", "s3cret").ok is False
     assert verify.calls == [("admin", "wrong"), ("admin", "wrong"), ("nobody", "s3cret")]
 
 
 def test_a_different_password_for_a_cached_user_is_verified_again() -> None:
     verify = Verifier()
     credentials = Credentials(verify)
-    assert credentials.check("admin", "s3cret") is True
-    assert credentials.check("admin", "S3cret") is False
-    assert credentials.check("admin", "s3cret") is True  # the good entry survives a wrong attempt
+    assert credentials.check("admin", "s3cret").ok is True
+    assert credentials.check("admin", "S3cret").ok is False
+    assert credentials.check("admin", "s3cret").ok is True  # the good entry survives a wrong attempt
     assert verify.calls == [("admin", "s3cret"), ("admin", "S3cret")]
 
 
 def test_a_changed_password_replaces_the_cached_one() -> None:
     verify = Verifier()
     credentials = Credentials(verify)
-    assert credentials.check("admin", "s3cret") is True
+    assert credentials.check("admin", "s3cret").ok is True
     verify.users["admin"] = "new"
-    assert credentials.check("admin", "new") is True
-    assert credentials.check("admin", "s3cret") is False  # no longer cached, and no longer valid
+    assert credentials.check("admin", "new").ok is True
+    assert credentials.check("admin", "s3cret").ok is False  # no longer cached, and no longer valid
     assert verify.calls == [("admin", "s3cret"), ("admin", "new"), ("admin", "s3cret")]
 
 
@@ -58,9 +61,9 @@ def test_the_cache_is_per_user() -> None:
     verify = Verifier()
     verify.users["eve"] = "s3cret"
     credentials = Credentials(verify)
-    assert credentials.check("admin", "s3cret") is True
-    assert credentials.check("eve", "s3cret") is True
-    assert credentials.check("bob", "s3cret") is False
+    assert credentials.check("admin", "s3cret").ok is True
+    assert credentials.check("eve", "s3cret").ok is True
+    assert credentials.check("bob", "s3cret").ok is False
     assert verify.calls == [("admin", "s3cret"), ("eve", "s3cret"), ("bob", "s3cret")]
 
 
@@ -71,20 +74,20 @@ def test_forget_drops_every_cached_check() -> None:
     credentials.check("bob", "hunter2")
     credentials.forget()
     verify.users.pop("admin")  # the user was deleted in the registry
-    assert credentials.check("admin", "s3cret") is False
-    assert credentials.check("bob", "hunter2") is True
+    assert credentials.check("admin", "s3cret").ok is False
+    assert credentials.check("bob", "hunter2").ok is True
     assert len(verify.calls) == 4
 
 
 def test_a_cached_check_expires_after_the_ttl() -> None:
     verify = Verifier()
     credentials = Credentials(verify, ttl=0.05)
-    assert credentials.check("admin", "s3cret") is True
-    assert credentials.check("admin", "s3cret") is True
+    assert credentials.check("admin", "s3cret").ok is True
+    assert credentials.check("admin", "s3cret").ok is True
     assert len(verify.calls) == 1
     time.sleep(0.08)
     verify.users["admin"] = "rotated"
-    assert credentials.check("admin", "s3cret") is False
+    assert credentials.check("admin", "s3cret").ok is False
     assert len(verify.calls) == 2
 
 
@@ -92,3 +95,98 @@ def test_the_password_is_not_kept() -> None:
     credentials = Credentials(Verifier())
     credentials.check("admin", "s3cret")
     assert "s3cret" not in repr(vars(credentials))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def throttled(verify: Verifier, clock: Clock, **settings: float) -> Credentials:
+    return Credentials(verify, throttle=LoginThrottle(ThrottleSettings(**settings), clock=clock))  # type: ignore[arg-type]
+
+
+def test_an_address_that_keeps_failing_is_locked_out_without_running_the_check() -> None:
+    verify, clock = Verifier(), Clock()
+    credentials = throttled(verify, clock, max_failures=3, lockout_seconds=2)
+    verdicts = [credentials.check("admin", f"guess{i}", "10.0.0.9") for i in range(5)]
+    assert [v.outcome for v in verdicts] == [Outcome.WRONG] * 3 + [Outcome.THROTTLED] * 2
+    assert len(verify.calls) == 3  # the refused attempts cost no password hash
+    assert "10.0.0.9" in verdicts[-1].message and 0 < verdicts[-1].retry_after <= 2
+    clock.now += 2.1
+    assert credentials.check("admin", "s3cret", "10.0.0.9").ok  # the lockout ran out
+
+
+def test_lockouts_double_with_each_further_failure_up_to_the_cap() -> None:
+    verify, clock = Verifier(), Clock()
+    credentials = throttled(verify, clock, max_failures=2, lockout_seconds=1, max_lockout_seconds=3)
+    retry_after = []
+    for _ in range(4):
+        credentials.check("admin", "a", "10.0.0.9")
+        credentials.check("admin", "b", "10.0.0.9")
+        retry_after.append(credentials.check("admin", "c", "10.0.0.9").retry_after)
+        clock.now += 10
+    assert retry_after == [1, 2, 3, 3]
+
+
+def test_a_user_guessed_from_many_addresses_is_locked_but_other_users_are_not() -> None:
+    verify, clock = Verifier(), Clock()
+    credentials = throttled(verify, clock, max_failures=3)
+    for i in range(3):
+        credentials.check("admin", "guess", f"10.0.0.{i}")
+    assert credentials.check("admin", "s3cret", "10.0.0.200").outcome is Outcome.THROTTLED
+    assert credentials.check("bob", "hunter2", "10.0.0.200").ok
+
+
+def test_a_logged_in_client_is_not_locked_out_by_a_guesser_from_its_address() -> None:
+    verify, clock = Verifier(), Clock()
+    credentials = throttled(verify, clock, max_failures=2)
+    assert credentials.check("admin", "s3cret", "127.0.0.1").ok
+    for _ in range(5):
+        credentials.check("admin", "guess", "127.0.0.1")
+    assert credentials.check("admin", "s3cret", "127.0.0.1").ok  # remembered: no check, no throttle
+
+
+def test_a_success_clears_the_failures_of_its_address_and_user() -> None:
+    verify, clock = Verifier(), Clock()
+    credentials = throttled(verify, clock, max_failures=3)
+    credentials.check("admin", "typo", "10.0.0.1")
+    credentials.check("admin", "typo", "10.0.0.1")
+    assert credentials.check("admin", "s3cret", "10.0.0.1").ok
+    credentials.forget()
+    credentials.check("admin", "typo", "10.0.0.1")
+    assert credentials.check("admin", "s3cret", "10.0.0.1").ok
+
+
+def test_failures_older_than_the_window_are_forgotten() -> None:
+    clock = Clock()
+    throttle = LoginThrottle(ThrottleSettings(max_failures=3, window_seconds=10), clock=clock)
+    throttle.failed(("address a",))
+    throttle.failed(("address a",))
+    clock.now += 11
+    assert throttle.failed(("address a",)) == 0
+    assert throttle.locked(("address a",)) is None
+    clock.now += 11
+    throttle.failed(("address b",))
+    assert len(throttle) == 1  # "address a" expired
+
+
+def test_the_throttle_table_is_bounded() -> None:
+    throttle = LoginThrottle(clock=Clock(), max_keys=100)
+    for i in range(1000):
+        throttle.failed((f"address 10.0.{i // 256}.{i % 256}",))
+    assert len(throttle) <= 100
+
+
+def test_refusals_are_logged_with_the_address(caplog: pytest.LogCaptureFixture) -> None:
+    verify, clock = Verifier(), Clock()
+    credentials = throttled(verify, clock, max_failures=2)
+    with caplog.at_level(logging.WARNING, logger="app.node.auth"):
+        for _ in range(6):
+            credentials.check("admin", "guess", "10.1.2.3", "http")
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 3  # two wrong passwords, then one line for the whole lockout
+    assert all("10.1.2.3" in line and line.startswith("http login") for line in lines)
