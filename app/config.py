@@ -53,8 +53,17 @@ class Thrift:
     key_file: str = ""
     tls_min_version: str = "TLSv1.2"
     session_timeout_minutes: int = 30
-    max_message_bytes: int = 64 * 1024 * 1024
-    max_connections: int = 512
+    # what a client may cost the node (adapters/thrift/server.py)
+    max_connections: int = 1024  # open on the plain port
+    max_tls_connections: int = 128  # open on the TLS (login) port
+    max_connections_per_address: int = 256  # from one client address, both ports together
+    max_message_bytes: int = 64 * 1024 * 1024  # one call of a logged-in connection
+    max_login_message_bytes: int = 64 * 1024  # one call before the connection has logged in
+    max_inflight_bytes: int = 256 * 1024 * 1024  # unfinished messages of all connections together
+    handshake_timeout_seconds: float = 10.0
+    login_timeout_seconds: float = 10.0  # to log in (or show a valid session) after connecting
+    message_timeout_seconds: float = 60.0  # to send a whole message once its first byte arrived
+    idle_timeout_seconds: float = 300.0  # between messages of a logged-in connection (0: no limit)
 
 
 @dataclass(frozen=True)
@@ -248,6 +257,24 @@ def _validate(cfg: Config) -> None:
         raise ConfigError(msg)
     if cfg.adapters.buffer_events <= 0 or cfg.adapters.batch_events <= 0:
         msg = "adapters.buffer_events and adapters.batch_events must be positive"
+        raise ConfigError(msg)
+    t = cfg.thrift
+    for key in ("max_connections", "max_tls_connections", "max_connections_per_address"):
+        if getattr(t, key) < 1:
+            msg = f"thrift.{key} must be at least 1"
+            raise ConfigError(msg)
+    if not 1024 <= t.max_login_message_bytes <= t.max_message_bytes <= t.max_inflight_bytes:
+        msg = (
+            "thrift: need 1024 <= max_login_message_bytes <= max_message_bytes <= max_inflight_bytes "
+            f"(got {t.max_login_message_bytes}, {t.max_message_bytes}, {t.max_inflight_bytes})"
+        )
+        raise ConfigError(msg)
+    for key in ("handshake_timeout_seconds", "login_timeout_seconds", "message_timeout_seconds"):
+        if getattr(t, key) <= 0:
+            msg = f"thrift.{key} must be positive"
+            raise ConfigError(msg)
+    if t.idle_timeout_seconds < 0:
+        msg = "thrift.idle_timeout_seconds must be 0 (no limit) or positive"
         raise ConfigError(msg)
     if cfg.thrift.tls_min_version not in ("TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3"):
         msg = "thrift.tls_min_version must be TLSv1, TLSv1.1, TLSv1.2 or TLSv1.3"

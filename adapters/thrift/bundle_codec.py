@@ -47,6 +47,8 @@ def read_bundle(r: Reader) -> Bundle:
             return bundle
         if fid == 1 and ftype == STRING:
             bundle.session_id = r.string()
+            if r.on_session is not None:
+                r.on_session(bundle.session_id)
         elif fid == 2 and ftype == I32:
             bundle.event_num = r.i32()
         elif 3 <= fid <= 7 and ftype == LIST:

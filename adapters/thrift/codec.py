@@ -3,7 +3,9 @@
 Owns the byte level of Thrift (PROTOCOL §2): big-endian integers, doubles, length-prefixed
 strings, and skipping values of any type. `Reader` pulls bytes from a socket only as they
 arrive and refuses, before allocating, any message that would exceed its byte budget, so a
-hostile length prefix costs nothing. Knows nothing of services or bundles.
+hostile length prefix costs nothing; with an `InflightBudget` it also counts every byte it
+reads against that node-wide budget until its message is done. Knows nothing of services or
+bundles.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
+from adapters.thrift.budget import InflightBudget
 from adapters.thrift.errors import ConnectionClosed, ThriftProtocolError
 
 STOP, BOOL, BYTE, DOUBLE, I16 = 0, 2, 3, 4, 6
@@ -39,17 +42,41 @@ class Reader:
     """Reads Thrift values from a byte source, within `limit` bytes per message.
 
     `buf` and `pos` are public so that hot loops (bundle lists) can walk the buffer with
-    local variables and call `ensure` only when they reach its end.
+    local variables and call `ensure` only when they reach its end. `limit` may be raised
+    in the middle of a message: a server starts a connection with a small limit and raises it
+    from `on_session` once the message has shown a valid session (bundles carry it first).
     """
 
-    __slots__ = ("buf", "pos", "limit", "_recv", "_start")
+    __slots__ = (
+        "buf",
+        "pos",
+        "limit",
+        "limit_key",
+        "on_session",
+        "_recv",
+        "_start",
+        "_budget",
+        "_wait",
+        "_held",
+    )
 
-    def __init__(self, recv: Callable[[int], bytes], limit: int) -> None:
+    def __init__(
+        self,
+        recv: Callable[[int], bytes],
+        limit: int,
+        budget: InflightBudget | None = None,
+        budget_wait: float | None = None,
+    ) -> None:
         self.buf = b""
         self.pos = 0
         self.limit = limit
+        self.limit_key = "max_message_bytes"  # named in the error when a message exceeds `limit`
+        self.on_session: Callable[[str], None] | None = None
         self._recv = recv
         self._start = 0
+        self._budget = budget
+        self._wait = budget_wait
+        self._held = 0  # bytes of the budget taken for the current message (and what is buffered)
 
     @classmethod
     def of(cls, data: bytes, limit: int | None = None) -> Reader:
@@ -63,6 +90,15 @@ class Reader:
         self.buf = self.buf[self.pos :]
         self.pos = 0
         self._start = 0
+        if self._budget is not None and self._held > len(self.buf):
+            self._budget.give(self._held - len(self.buf))
+            self._held = len(self.buf)
+
+    def release(self) -> None:
+        """Give back everything taken from the in-flight budget (the connection is done)."""
+        if self._budget is not None:
+            self._budget.give(self._held)
+            self._held = 0
 
     def ensure(self, n: int) -> None:
         """Make `buf[pos:pos + n]` available, reading from the source as bytes arrive."""
@@ -72,13 +108,14 @@ class Reader:
         room = self._start + self.limit - len(self.buf)
         if n - have > room:
             msg = (
-                f"message needs more than max_message_bytes ({self.limit}) bytes; "
-                "raise max_message_bytes if such messages are legitimate"
+                f"message needs more than {self.limit} bytes ({self.limit_key}); "
+                "raise the limit if such messages are legitimate"
             )
             raise ThriftProtocolError(msg)
         parts = [self.buf[self.pos :]]
         while have < n:
-            chunk = self._recv(min(_READ_CHUNK, room))
+            want = min(_READ_CHUNK, room)
+            chunk = self._recv(want) if self._budget is None else self._recv_within_budget(want)
             if not chunk:
                 clean = have == 0 and self.pos == self._start
                 msg = "connection closed by peer" if clean else "connection closed in the middle of a message"
@@ -90,13 +127,26 @@ class Reader:
         self.buf = b"".join(parts)
         self.pos = 0
 
+    def _recv_within_budget(self, want: int) -> bytes:
+        assert self._budget is not None
+        if not self._budget.wait_for_room(self._wait):
+            msg = (
+                f"the node already holds its limit of {self._budget.limit} bytes of unfinished messages "
+                "(thrift.max_inflight_bytes); send again later"
+            )
+            raise ThriftProtocolError(msg)
+        chunk = self._recv(want)
+        self._budget.add(len(chunk))
+        self._held += len(chunk)
+        return chunk
+
     def count(self, n: int, min_size: int, what: str) -> int:
         """Check a declared element count or length before anything is allocated for it."""
         if n < 0:
             msg = f"negative {what} ({n})"
             raise ThriftProtocolError(msg)
         if n * min_size > self.limit:
-            msg = f"declared {what} {n} exceeds max_message_bytes ({self.limit})"
+            msg = f"declared {what} {n} exceeds {self.limit} bytes ({self.limit_key})"
             raise ThriftProtocolError(msg)
         return n
 

@@ -3,12 +3,15 @@
 Owns the client's transport: a plain or TLS socket with a timeout, the per-connection seqid
 (from 1, +1 per call, §2), and turning socket failures into `TransportError`. After a
 transport or protocol failure, or a TApplicationException (after which the Java clients
-discard the connection too), the connection is closed; the next call reopens it. Not
+discard the connection too), the connection is closed; the next call reopens it. A
+connection the server closed while it was idle (receivers close idle connections) is noticed
+before the next call is sent and reopened, so nothing is sent into a dead socket. Not
 thread-safe: Java clients never pipeline, and neither does this.
 """
 
 from __future__ import annotations
 
+import select
 import socket
 import ssl
 from collections.abc import Callable
@@ -85,6 +88,8 @@ class Connection:
         self._exchange("publish", lambda seqid: encode_call(method, seqid, {"eventBundle": bundle}))
 
     def _exchange(self, name: str, encode: Callable[[int], bytes]) -> str | bool | None:
+        if self._sock is not None and _closed_by_peer(self._sock):
+            self.close()
         self.open()
         assert self._sock is not None and self._reader is not None
         self._seqid = self._seqid + 1 if self._seqid < 0x7FFFFFFF else 1
@@ -99,3 +104,13 @@ class Connection:
         except (ThriftProtocolError, RemoteApplicationError):
             self.close()
             raise
+
+
+def _closed_by_peer(sock: socket.socket) -> bool:
+    """Whether an idle connection has been closed by the server: between calls nothing may
+    arrive, so a readable socket means end of file (or a server that broke the protocol)."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)

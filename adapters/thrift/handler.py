@@ -6,6 +6,7 @@ should be a dictionary lookup. Errors a method may raise, and what the client th
 
 | method          | raise                  | wire reply                                   |
 |-----------------|------------------------|----------------------------------------------|
+| authenticate    | AuthenticationFailed   | `ae` with the error's text                   |
 | define_stream   | DefinitionConflict     | `ade`                                        |
 | define_stream   | MalformedDefinition    | `mtd`                                        |
 | define_stream   | any other CEPError     | `tde` with the error's text                  |
@@ -27,8 +28,10 @@ from adapters.thrift.events import WireEvent
 class Handler(Protocol):
     """The node side of the Data Bridge receiver."""
 
-    def authenticate(self, username: str, password: str) -> bool:
-        """True when `connect(username, password)` may open a session."""
+    def authenticate(self, username: str, password: str, address: str) -> None:
+        """Return when `connect(username, password)` from client `address` may open a session;
+        else raise `AuthenticationFailed` with what the client should be told (wrong
+        credentials, or too many failures from its address: retry later)."""
         ...
 
     def define_stream(self, definition: WireStreamDefinition) -> str:

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterable, Mapping
 
 from adapters.thrift.definitions import WireStreamDefinition, check_definition
+from adapters.thrift.errors import AuthenticationFailed
 from adapters.thrift.events import WireEvent
 
 
@@ -28,8 +29,10 @@ class InMemoryHandler:
         self.events: list[WireEvent] = []
         self.published = threading.Condition(self._lock)
 
-    def authenticate(self, username: str, password: str) -> bool:
-        return self._users is None or self._users.get(username) == password
+    def authenticate(self, username: str, password: str, address: str) -> None:
+        if self._users is not None and self._users.get(username) != password:
+            msg = "wrong userName or password"
+            raise AuthenticationFailed(msg)
 
     def define_stream(self, definition: WireStreamDefinition) -> str:
         with self._lock:

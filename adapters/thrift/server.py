@@ -2,10 +2,24 @@
 
 Owns sockets and threads: the plain port serves `ThriftEventTransmissionService`, the TLS
 port `ThriftSecureEventTransmissionService`, both over buffered (unframed) TBinaryProtocol
-and one shared session table. Each connection gets a thread (at most `max_connections`;
-more are closed at once). Peers that connect and leave without a byte, or abandon a TLS
-handshake, are normal; undecodable input closes only its own connection. What a call does
-is the `Dispatcher`'s business.
+and one shared session table. Each connection gets a thread. Peers that connect and leave
+without a byte, or abandon a TLS handshake, are normal; undecodable input closes only its
+own connection. What a call does is the `Dispatcher`'s business.
+
+Anyone who can reach the ports is assumed hostile until it has logged in, so what a client
+can cost the node is bounded:
+- connections: per port (`max_connections`, `max_tls_connections`, apart so that a flood of
+  one does not lock publishers out of the other) and per client address over both
+  (`max_connections_per_address`). A refused client is told why in a Thrift
+  `TApplicationException` (which clients raise before anything else they check), and the
+  refusal is logged with its address;
+- time: a connection must log in, or show a valid session, within `login_timeout_seconds`;
+  a message must arrive whole within `message_timeout_seconds` of its first byte (so a client
+  sending a byte a second is closed); a logged-in connection may idle `idle_timeout_seconds`;
+- memory: until a connection is trusted, a message may have `max_login_message_bytes` (a
+  bundle is trusted as soon as its first field, the session id, proves valid); after that
+  `max_message_bytes`; and all unfinished messages together hold at most
+  `max_inflight_bytes` (readers wait for room, then give up).
 """
 
 from __future__ import annotations
@@ -17,10 +31,14 @@ import threading
 import time
 from typing import Any
 
+from adapters.thrift.admission import Admission
+from adapters.thrift.budget import InflightBudget
 from adapters.thrift.codec import Reader
 from adapters.thrift.errors import ConnectionClosed, ThriftProtocolError
 from adapters.thrift.handler import Handler
 from adapters.thrift.idl import PLAIN_SERVICE, SECURE_SERVICE, service
+from adapters.thrift.messages import UNKNOWN, encode_application_exception
+from adapters.thrift.peer import Peer
 from adapters.thrift.service import Dispatcher
 from adapters.thrift.sessions import Sessions
 from adapters.thrift.settings import ServerSettings
@@ -31,6 +49,9 @@ log = logging.getLogger(__name__)
 
 _ACCEPT_POLL_SECONDS = 0.5
 _NOTE_INTERVAL = 10.0
+_NOTE_KEYS = 10_000
+_REFUSERS = 16  # threads telling refused clients why, at most; beyond, refusals just close
+_REFUSAL_SECONDS = 2.0
 
 
 class DataBridgeServer:
@@ -41,13 +62,22 @@ class DataBridgeServer:
         self.sessions = sessions if sessions is not None else Sessions(settings.session_timeout_minutes * 60)
         self._plain = Dispatcher(service(PLAIN_SERVICE), handler, self.sessions)
         self._secure = Dispatcher(service(SECURE_SERVICE), handler, self.sessions)
+        self.admission = Admission(
+            {
+                "plain": (settings.max_connections, "thrift.max_connections"),
+                "tls": (settings.max_tls_connections, "thrift.max_tls_connections"),
+            },
+            settings.max_connections_per_address,
+        )
+        self.budget = InflightBudget(settings.max_inflight_bytes)
+        self._refusers = threading.BoundedSemaphore(_REFUSERS)
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._listeners: list[socket.socket] = []
         self._threads: list[threading.Thread] = []
         self._connections: set[_Connection] = set()
         self._tls: ssl.SSLContext | None = None
-        self._last_note: dict[str, float] = {}
+        self._last_note: dict[tuple[str, str], float] = {}
         self.port = 0
         self.tls_port: int | None = None
 
@@ -138,6 +168,7 @@ class DataBridgeServer:
         thread.start()
 
     def _accept_loop(self, listener: socket.socket, dispatcher: Dispatcher, tls: bool) -> None:
+        kind = "tls" if tls else "plain"
         while not self._stopping.is_set():
             try:
                 conn, peer = listener.accept()
@@ -150,14 +181,16 @@ class DataBridgeServer:
                 time.sleep(_ACCEPT_POLL_SECONDS)
                 continue
             conn.settimeout(None)
+            address = str(peer[0])
             with self._lock:
                 if self._stopping.is_set():
                     conn.close()
                     return
-                if len(self._connections) >= self.settings.max_connections:
-                    self._refuse(conn, peer)
+                refusal = self.admission.admit(kind, address)
+                if refusal is not None:
+                    self._refuse(conn, peer, kind, refusal)
                     continue
-                connection = _Connection(conn)
+                connection = _Connection(conn, kind, Peer(address))
                 connection.thread = threading.Thread(
                     target=self._serve,
                     args=(connection, peer, dispatcher, tls),
@@ -167,18 +200,49 @@ class DataBridgeServer:
                 self._connections.add(connection)
                 connection.thread.start()
 
-    def _refuse(self, conn: socket.socket, peer: Any) -> None:
-        conn.close()
-        limit = self.settings.max_connections
-        self._note(
-            logging.WARNING, "thrift connection from %s refused: max_connections (%d) reached", peer, limit
-        )
+    def _refuse(self, conn: socket.socket, peer: Any, kind: str, reason: str) -> None:
+        """Log the refusal and tell the client why, in a thread of its own (bounded in number
+        and time: the accept loop must never wait on a client)."""
+        self._note(logging.WARNING, str(peer[0]), "thrift connection from %s refused: %s", peer, reason)
+        if not self._refusers.acquire(blocking=False):
+            conn.close()
+            return
+        threading.Thread(
+            target=self._tell_refused, args=(conn, kind, reason), name=f"thrift-refuse-{peer}", daemon=True
+        ).start()
+
+    def _tell_refused(self, conn: socket.socket, kind: str, reason: str) -> None:
+        stream = conn
+        try:
+            conn.settimeout(_REFUSAL_SECONDS)
+            if kind == "tls":
+                assert self._tls is not None
+                stream = self._tls.wrap_socket(conn, server_side=True)
+            message = f"Cepheus refused the connection: {reason}"
+            stream.sendall(encode_application_exception("", 0, UNKNOWN, message))
+            # read what the client sends until it closes: closing with its request unread would
+            # reset the connection, which can discard our answer before the client reads it
+            deadline = time.monotonic() + _REFUSAL_SECONDS
+            while time.monotonic() < deadline and stream.recv(65536):
+                pass
+        except (OSError, ValueError):
+            pass
+        finally:
+            stream.close()
+            self._refusers.release()
 
     def _serve(self, connection: _Connection, peer: Any, dispatcher: Dispatcher, tls: bool) -> None:
+        s = self.settings
+        timing = _Timing(connection, s)
+        reader = Reader(timing.recv, s.max_login_message_bytes, self.budget, s.message_timeout_seconds)
+        reader.limit_key = (
+            "thrift.max_login_message_bytes, before the client has logged in on this connection"
+        )
+        reader.on_session = lambda session_id: self._trust_session(session_id, connection.peer, reader)
         try:
             if tls:
-                self._handshake(connection, peer)
-            self._serve_calls(connection.sock, peer, dispatcher)
+                self._handshake(connection, peer, timing)
+            self._serve_calls(connection, peer, dispatcher, reader, timing)
         except (ConnectionClosed, OSError) as exc:
             log.debug("thrift connection from %s ended: %s", peer, exc)
         except Exception:  # a decoder bug must cost one connection, never the server
@@ -186,11 +250,13 @@ class DataBridgeServer:
         finally:
             with self._lock:
                 self._connections.discard(connection)
+            self.admission.release(connection.kind, connection.peer.address)
+            reader.release()
             connection.sock.close()
 
-    def _handshake(self, connection: _Connection, peer: Any) -> None:
+    def _handshake(self, connection: _Connection, peer: Any, timing: _Timing) -> None:
         assert self._tls is not None
-        connection.sock.settimeout(self.settings.handshake_timeout_seconds)
+        connection.sock.settimeout(min(self.settings.handshake_timeout_seconds, timing.login_left()))
         stream = self._tls.wrap_socket(connection.sock, server_side=True, do_handshake_on_connect=False)
         connection.sock = stream
         if self._stopping.is_set():
@@ -201,43 +267,114 @@ class DataBridgeServer:
             msg = f"TLS handshake with {peer} did not complete ({exc})"
             raise ConnectionClosed(msg, clean=True) from exc
 
-    def _serve_calls(self, stream: socket.socket, peer: Any, dispatcher: Dispatcher) -> None:
-        stream.settimeout(self.settings.idle_timeout_seconds)
-        reader = Reader(stream.recv, self.settings.max_message_bytes)
+    def _trust_session(self, session_id: str, client: Peer, reader: Reader) -> None:
+        """A bundle's session id was read: a valid one lifts the connection's limits at once."""
+        if not client.trusted and self.sessions.valid(session_id):
+            client.trusted = True
+        if client.trusted:
+            self._lift_limits(reader)
+
+    def _lift_limits(self, reader: Reader) -> None:
+        reader.limit = self.settings.max_message_bytes
+        reader.limit_key = "thrift.max_message_bytes"
+
+    def _serve_calls(
+        self, connection: _Connection, peer: Any, dispatcher: Dispatcher, reader: Reader, timing: _Timing
+    ) -> None:
+        stream, client = connection.sock, connection.peer
         while not self._stopping.is_set():
+            timing.next_message(pending=reader.pos < len(reader.buf))
             try:
-                reply = dispatcher.handle(reader)
+                reply = dispatcher.handle(reader, client)
             except ThriftProtocolError as exc:
-                self._note(logging.INFO, "thrift connection from %s closed: %s", peer, exc)
+                self._note(logging.INFO, client.address, "thrift connection from %s closed: %s", peer, exc)
                 return
             except ConnectionClosed as exc:
                 level = logging.DEBUG if exc.clean else logging.INFO
-                self._note(level, "thrift connection from %s closed: %s", peer, exc)
+                self._note(level, client.address, "thrift connection from %s closed: %s", peer, exc)
                 return
+            if client.trusted and reader.limit != self.settings.max_message_bytes:
+                self._lift_limits(reader)
             stream.sendall(reply.data)
             if reply.close:
-                self._note(logging.INFO, "thrift connection from %s closed after a protocol error", peer)
+                message = "thrift connection from %s closed after a protocol error: %s"
+                self._note(logging.INFO, client.address, message, peer, reply.reason)
                 return
 
-    def _note(self, level: int, message: str, *args: object) -> None:
-        """Log about a misbehaving peer at `level` at most once per interval, else at DEBUG,
-        so that a port scan or a broken client cannot flood the log."""
+    def _note(self, level: int, address: str, message: str, *args: object) -> None:
+        """Log about a misbehaving peer at `level` at most once per interval per kind of
+        message and client address, else at DEBUG, so that a port scan or a broken client
+        cannot flood the log."""
         now = time.monotonic()
-        if level > logging.DEBUG and now - self._last_note.get(message, -_NOTE_INTERVAL) >= _NOTE_INTERVAL:
-            self._last_note[message] = now
+        key = (message, address)
+        if level > logging.DEBUG and now - self._last_note.get(key, -_NOTE_INTERVAL) >= _NOTE_INTERVAL:
+            if len(self._last_note) >= _NOTE_KEYS:
+                self._last_note.clear()
+            self._last_note[key] = now
             log.log(level, message, *args)
         else:
             log.debug(message, *args)
 
 
 class _Connection:
-    """One accepted connection: its socket (replaced by the TLS one after wrapping) and thread."""
+    """One accepted connection: its socket (replaced by the TLS one after wrapping), the port
+    it came to, its client, and its thread."""
 
-    __slots__ = ("sock", "thread")
+    __slots__ = ("sock", "kind", "peer", "thread", "accepted")
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, kind: str, peer: Peer) -> None:
         self.sock = sock
+        self.kind = kind
+        self.peer = peer
         self.thread = threading.Thread()
+        self.accepted = time.monotonic()
+
+
+class _Timing:
+    """The socket timeout of one connection, set before every read: until the client is
+    trusted, the login deadline; while a message is arriving, that message's deadline;
+    between messages of a trusted client, the idle timeout. A missed deadline closes the
+    connection with a reason that names the configuration key."""
+
+    __slots__ = ("_connection", "_settings", "_started", "_login_deadline")
+
+    def __init__(self, connection: _Connection, settings: ServerSettings) -> None:
+        self._connection = connection
+        self._settings = settings
+        self._started: float | None = None
+        self._login_deadline = connection.accepted + settings.login_timeout_seconds
+
+    def login_left(self) -> float:
+        return max(0.001, self._login_deadline - time.monotonic())
+
+    def next_message(self, pending: bool) -> None:
+        """A new message starts (`pending`: some of its bytes are buffered already)."""
+        self._started = time.monotonic() if pending else None
+
+    def recv(self, n: int) -> bytes:
+        s = self._settings
+        trusted = self._connection.peer.trusted
+        now = time.monotonic()
+        deadline: float | None = None
+        why, clean = "", False
+        if self._started is not None:
+            deadline = self._started + s.message_timeout_seconds
+            why = f"no whole message within {s.message_timeout_seconds:g} s (thrift.message_timeout_seconds)"
+        elif trusted and s.idle_timeout_seconds > 0:
+            deadline = now + s.idle_timeout_seconds
+            why, clean = f"idle for {s.idle_timeout_seconds:g} s (thrift.idle_timeout_seconds)", True
+        if not trusted and (deadline is None or self._login_deadline < deadline):
+            deadline = self._login_deadline
+            why = f"not logged in within {s.login_timeout_seconds:g} s of connecting (thrift.login_timeout_seconds)"
+        sock = self._connection.sock
+        sock.settimeout(None if deadline is None else max(0.001, deadline - now))
+        try:
+            data = sock.recv(n)
+        except TimeoutError as exc:
+            raise ConnectionClosed(why, clean=clean) from exc
+        if self._started is None:
+            self._started = now
+        return data
 
 
 def _shutdown(sock: socket.socket) -> None:

@@ -41,6 +41,7 @@ from adapters.thrift.messages import (
     read_args,
     read_message_begin,
 )
+from adapters.thrift.peer import Peer
 from adapters.thrift.sessions import Sessions
 from engine.errors import CEPError
 
@@ -57,6 +58,7 @@ class Reply:
 
     data: bytes
     close: bool = False
+    reason: str = ""  # why the connection must close
 
 
 class Dispatcher:
@@ -67,7 +69,7 @@ class Dispatcher:
         self._handler = handler
         self._sessions = sessions
         self._last_warning: dict[str, float] = {}
-        self._calls: dict[str, Callable[[dict[str, ArgValue]], Result]] = {
+        self._calls: dict[str, Callable[[dict[str, ArgValue], Peer], Result]] = {
             "connect": self._connect,
             "disconnect": self._disconnect,
             "defineStream": self._define_stream,
@@ -77,8 +79,13 @@ class Dispatcher:
             "deleteStreamByNameVersion": self._delete_by_name_version,
         }
 
-    def handle(self, r: Reader) -> Reply:
-        """Read one call from `r` and answer it; errors in the header propagate (close)."""
+    def handle(self, r: Reader, peer: Peer | None = None) -> Reply:
+        """Read one call from `r` and answer it; errors in the header propagate (close).
+
+        `peer` is the connection's client: its address goes to the login check, and it is
+        marked trusted by a successful `connect` or a call with a valid session."""
+        if peer is None:
+            peer = Peer()
         name, _mtype, seqid = read_message_begin(r)
         method = self.service.methods.get(name)
         if method is None:
@@ -90,12 +97,16 @@ class Dispatcher:
             args = read_args(r, method)
         except ThriftProtocolError as exc:
             log.debug("undecodable arguments of %s: %s", name, exc)
-            return Reply(encode_application_exception(name, seqid, PROTOCOL_ERROR, str(exc)), close=True)
-        return Reply(self._run(method, seqid, args))
+            return Reply(
+                encode_application_exception(name, seqid, PROTOCOL_ERROR, str(exc)),
+                close=True,
+                reason=str(exc),
+            )
+        return Reply(self._run(method, seqid, args, peer))
 
-    def _run(self, method: Method, seqid: int, args: dict[str, ArgValue]) -> bytes:
+    def _run(self, method: Method, seqid: int, args: dict[str, ArgValue], peer: Peer) -> bytes:
         try:
-            return encode_reply(method, seqid, self._calls[method.name](args))
+            return encode_reply(method, seqid, self._calls[method.name](args, peer))
         except DeclaredError as exc:
             declared = _NAME_OF.get(type(exc))
             if declared in method.throws:
@@ -123,12 +134,13 @@ class Dispatcher:
         else:
             log.debug("%s refused: %s", key, message)
 
-    def _session(self, session_id: ArgValue) -> None:
+    def _session(self, session_id: ArgValue, peer: Peer) -> None:
         if not isinstance(session_id, str) or not self._sessions.valid(session_id):
             msg = f"{_text(session_id)} expired"
             raise SessionExpired(msg)
+        peer.trusted = True
 
-    def _connect(self, args: dict[str, ArgValue]) -> Result:
+    def _connect(self, args: dict[str, ArgValue], peer: Peer) -> Result:
         username, password = args["userName"], args["password"]
         if not isinstance(username, str) or not username:
             msg = "Authentication request was missing the user name "
@@ -136,20 +148,18 @@ class Dispatcher:
         if not isinstance(password, str) or not password:
             msg = "Authentication request was missing the required password"
             raise AuthenticationFailed(msg)
-        if not self._handler.authenticate(username, password):
-            log.info("connect refused for user %s", username)
-            msg = "wrong userName or password"
-            raise AuthenticationFailed(msg)
+        self._handler.authenticate(username, password, peer.address)
+        peer.trusted = True
         session_id = self._sessions.create(username)
         log.debug("user %s connected, session %s", username, session_id)
         return session_id
 
-    def _disconnect(self, args: dict[str, ArgValue]) -> Result:
+    def _disconnect(self, args: dict[str, ArgValue], peer: Peer) -> Result:
         self._sessions.remove(_text(args["sessionId"]))
         return None
 
-    def _define_stream(self, args: dict[str, ArgValue]) -> Result:
-        self._session(args["sessionId"])
+    def _define_stream(self, args: dict[str, ArgValue], peer: Peer) -> Result:
+        self._session(args["sessionId"], peer)
         text = args["streamDefinition"]
         definition = parse_definition(text if isinstance(text, str) else "null")
         try:
@@ -159,8 +169,8 @@ class Dispatcher:
         except CEPError as exc:
             raise StreamDefinitionError(str(exc)) from exc
 
-    def _find_stream_id(self, args: dict[str, ArgValue]) -> Result:
-        self._session(args["sessionId"])
+    def _find_stream_id(self, args: dict[str, ArgValue], peer: Peer) -> Result:
+        self._session(args["sessionId"], peer)
         name, version = _text(args["streamName"]), _text(args["streamVersion"])
         stream_id = self._handler.find_stream_id(name, version)
         if stream_id is None:
@@ -168,20 +178,20 @@ class Dispatcher:
             raise StreamNotFound(msg)
         return stream_id
 
-    def _delete_by_id(self, args: dict[str, ArgValue]) -> Result:
-        self._session(args["sessionId"])
+    def _delete_by_id(self, args: dict[str, ArgValue], peer: Peer) -> Result:
+        self._session(args["sessionId"], peer)
         stream_id = args["streamId"]
         return isinstance(stream_id, str) and self._handler.delete_stream(stream_id)
 
-    def _delete_by_name_version(self, args: dict[str, ArgValue]) -> Result:
-        self._session(args["sessionId"])
+    def _delete_by_name_version(self, args: dict[str, ArgValue], peer: Peer) -> Result:
+        self._session(args["sessionId"], peer)
         return self._handler.delete_stream(f"{_text(args['streamName'])}:{_text(args['streamVersion'])}")
 
-    def _publish(self, args: dict[str, ArgValue]) -> Result:
+    def _publish(self, args: dict[str, ArgValue], peer: Peer) -> Result:
         bundle = args["eventBundle"]
         if not isinstance(bundle, Bundle):
             bundle = Bundle()
-        self._session(bundle.session_id)
+        self._session(bundle.session_id, peer)
         events = decode_bundle(bundle, self._handler.definition)
         if events:
             self._handler.publish(events)

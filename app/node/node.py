@@ -145,9 +145,17 @@ class Node:
                 key_file=cfg.thrift.key_file,
                 tls_min_version=cfg.thrift.tls_min_version,
                 session_timeout_minutes=cfg.thrift.session_timeout_minutes,
-                max_message_bytes=cfg.thrift.max_message_bytes,
-                max_connections=cfg.thrift.max_connections,
                 data_dir=str(cfg.data_dir),
+                max_connections=cfg.thrift.max_connections,
+                max_tls_connections=cfg.thrift.max_tls_connections,
+                max_connections_per_address=cfg.thrift.max_connections_per_address,
+                max_message_bytes=cfg.thrift.max_message_bytes,
+                max_login_message_bytes=cfg.thrift.max_login_message_bytes,
+                max_inflight_bytes=cfg.thrift.max_inflight_bytes,
+                handshake_timeout_seconds=cfg.thrift.handshake_timeout_seconds,
+                login_timeout_seconds=cfg.thrift.login_timeout_seconds,
+                message_timeout_seconds=cfg.thrift.message_timeout_seconds,
+                idle_timeout_seconds=cfg.thrift.idle_timeout_seconds,
             )
             server = DataBridgeServer(settings, RegistryHandler(self.catalog, self.ingress, self.credentials))
             server.start()  # logs one line per listener

@@ -1,6 +1,6 @@
 """`RegistryHandler`: the Data Bridge receiver's `Handler`, backed by the registry and the plans.
 
-Logins are checked against the registry's users; stream definitions live in the registry
+Logins are checked against the registry's users (cached and throttled: `app.node.auth`); stream definitions live in the registry
 (through the catalog), so a stream a client defines on one node is known on all of them;
 published bundles go to the ingress, which runs them through every plan importing the
 stream before the reply is sent.
@@ -9,6 +9,7 @@ stream before the reply is sent.
 from __future__ import annotations
 
 from adapters.thrift import WireEvent, WireStreamDefinition
+from adapters.thrift.errors import AuthenticationFailed
 from app.node.auth import Credentials
 from app.node.catalog import StreamCatalog
 from app.node.ingress import Ingress
@@ -20,8 +21,10 @@ class RegistryHandler:
         self._ingress = ingress
         self._credentials = credentials
 
-    def authenticate(self, username: str, password: str) -> bool:
-        return self._credentials.check(username, password, via="thrift").ok
+    def authenticate(self, username: str, password: str, address: str) -> None:
+        verdict = self._credentials.check(username, password, address, "thrift")
+        if not verdict.ok:
+            raise AuthenticationFailed(verdict.message)
 
     def define_stream(self, definition: WireStreamDefinition) -> str:
         return self._catalog.define(definition)

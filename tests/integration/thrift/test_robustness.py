@@ -140,20 +140,6 @@ def test_server_still_serves_after_random_bytes(
     wait_for_no_connections(server)
 
 
-def test_connections_beyond_max_connections_are_closed(
-    settings: ServerSettings, handler: InMemoryHandler
-) -> None:
-    limited = ServerSettings(**{**settings.__dict__, "max_connections": 2, "tls_port": None})
-    with DataBridgeServer(limited, handler) as server:
-        held = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(2)]
-        time.sleep(0.2)
-        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as extra:
-            assert extra.recv(1) == b""
-        for sock in held:
-            sock.close()
-        wait_for_no_connections(server)
-
-
 def test_stop_closes_idle_connections_promptly(settings: ServerSettings, handler: InMemoryHandler) -> None:
     server = DataBridgeServer(settings, handler)
     server.start()

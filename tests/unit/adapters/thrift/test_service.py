@@ -245,7 +245,7 @@ def test_a_field_of_the_wrong_type_is_skipped(secure: Dispatcher) -> None:
 
 def test_a_handler_bug_replies_internal_error(secure: Dispatcher, sessions: Sessions) -> None:
     class Broken(InMemoryHandler):
-        def authenticate(self, username: str, password: str) -> bool:
+        def authenticate(self, username: str, password: str, address: str) -> None:
             raise RuntimeError("user store down")
 
     dispatcher = Dispatcher(service(SECURE_SERVICE), Broken(), sessions)

@@ -1,0 +1,53 @@
+"""`Admission`: per-address and per-port connection budgets, with refusals that say which limit."""
+
+from __future__ import annotations
+
+from adapters.thrift.admission import Admission
+
+
+def admission(plain: int = 4, tls: int = 2, per_address: int = 3) -> Admission:
+    return Admission(
+        {"plain": (plain, "thrift.max_connections"), "tls": (tls, "thrift.max_tls_connections")}, per_address
+    )
+
+
+def test_one_address_cannot_take_a_whole_port() -> None:
+    gate = admission()
+    assert [gate.admit("plain", "10.0.0.1") for _ in range(3)] == [None] * 3
+    refusal = gate.admit("plain", "10.0.0.1")
+    assert refusal is not None and "10.0.0.1" in refusal and "max_connections_per_address" in refusal
+    assert gate.admit("plain", "10.0.0.2") is None
+
+
+def test_the_per_address_budget_spans_both_ports() -> None:
+    gate = admission()
+    gate.admit("plain", "10.0.0.1")
+    gate.admit("plain", "10.0.0.1")
+    gate.admit("tls", "10.0.0.1")
+    assert gate.admit("tls", "10.0.0.1") is not None
+
+
+def test_a_full_plain_port_does_not_lock_out_logins() -> None:
+    gate = admission(plain=2, tls=2, per_address=10)
+    gate.admit("plain", "10.0.0.1")
+    gate.admit("plain", "10.0.0.2")
+    refusal = gate.admit("plain", "10.0.0.3")
+    assert refusal is not None and "thrift.max_connections" in refusal
+    assert gate.admit("tls", "10.0.0.3") is None
+
+
+def test_a_full_login_port_says_so() -> None:
+    gate = admission(tls=1)
+    gate.admit("tls", "10.0.0.1")
+    refusal = gate.admit("tls", "10.0.0.2")
+    assert refusal is not None and "thrift.max_tls_connections" in refusal
+    assert gate.admit("plain", "10.0.0.2") is None
+
+
+def test_released_connections_free_their_budgets() -> None:
+    gate = admission(plain=1, per_address=1)
+    assert gate.admit("plain", "10.0.0.1") is None
+    assert gate.admit("plain", "10.0.0.1") is not None
+    gate.release("plain", "10.0.0.1")
+    assert gate.open_count() == 0 and gate.addresses() == 0
+    assert gate.admit("plain", "10.0.0.1") is None
