@@ -52,6 +52,7 @@ _NOTE_INTERVAL = 10.0
 _NOTE_KEYS = 10_000
 _REFUSERS = 16  # threads telling refused clients why, at most; beyond, refusals just close
 _REFUSAL_SECONDS = 2.0
+_REFUSAL_QUIET_SECONDS = 0.5
 
 
 class DataBridgeServer:
@@ -220,9 +221,13 @@ class DataBridgeServer:
                 stream = self._tls.wrap_socket(conn, server_side=True)
             message = f"Cepheus refused the connection: {reason}"
             stream.sendall(encode_application_exception("", 0, UNKNOWN, message))
+            if kind != "tls":
+                conn.shutdown(socket.SHUT_WR)
             # read what the client sends until it closes: closing with its request unread would
             # reset the connection, which can discard our answer before the client reads it
+            # (a client sends its request right after connecting: one that stays silent is not waited for)
             deadline = time.monotonic() + _REFUSAL_SECONDS
+            stream.settimeout(_REFUSAL_QUIET_SECONDS)
             while time.monotonic() < deadline and stream.recv(65536):
                 pass
         except (OSError, ValueError):

@@ -193,9 +193,12 @@ class Credentials:
             )
             return Verdict(Outcome.THROTTLED, "too many logins at once; try again shortly", 1.0)
         try:
-            good = self._verify(username, password)
+            locked = self.throttle.locked(keys)  # failures while this attempt waited its turn
+            good = locked is None and self._verify(username, password)
         finally:
             self._checks.release()
+        if locked is not None:
+            return self._throttled(username, address, via, *locked)
         if not good:
             lockout = self.throttle.failed(keys)
             suffix = f"; further attempts refused for {lockout:g} s" if lockout else ""

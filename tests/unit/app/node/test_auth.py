@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 import pytest
 
-from app.node.auth import Credentials, LoginThrottle, Outcome, ThrottleSettings
+from app.node.auth import Credentials, LoginThrottle, Outcome, ThrottleSettings, Verdict
 
 USERS = {"admin": "s3cret", "bob": "hunter2"}
 
@@ -190,3 +191,29 @@ def test_refusals_are_logged_with_the_address(caplog: pytest.LogCaptureFixture) 
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 3  # two wrong passwords, then one line for the whole lockout
     assert all("10.1.2.3" in line and line.startswith("http login") for line in lines)
+
+
+def test_an_attempt_that_waited_for_its_turn_is_refused_if_a_lockout_began_meanwhile() -> None:
+    release = threading.Event()
+    calls: list[str] = []
+
+    def slow_verify(username: str, password: str) -> bool:
+        calls.append(password)
+        release.wait(5)
+        return False
+
+    credentials = Credentials(slow_verify, throttle=LoginThrottle(ThrottleSettings(max_failures=2)))
+    first = threading.Thread(target=credentials.check, args=("admin", "a", "10.0.0.5"))
+    first.start()
+    while not calls:
+        time.sleep(0.001)
+    verdicts: list[Verdict] = []
+    second = threading.Thread(target=lambda: verdicts.append(credentials.check("admin", "b", "10.0.0.5")))
+    second.start()
+    credentials.throttle.failed(("address 10.0.0.5",))
+    credentials.throttle.failed(("address 10.0.0.5",))  # locked while the second attempt waits
+    release.set()
+    first.join(5)
+    second.join(5)
+    assert verdicts[0].outcome is Outcome.THROTTLED
+    assert calls == ["a"]
