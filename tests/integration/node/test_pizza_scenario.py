@@ -65,9 +65,9 @@ def runs(
         }
         publishers = {}
         for name, run in runs.items():
-            run.node.start()
+            run.node.start(env={"PIZZA_DB_URL": run.output_url})  # the registry keeps ${PIZZA_DB_URL}
             stack.callback(run.node.stop)
-            run.node.cli("apply", "samples/pizza/cepheus.toml", env={"PIZZA_DB_URL": run.output_url})
+            run.node.cli("apply", "samples/pizza/cepheus.toml")
             wait_for(
                 lambda n=run.node: _ready(n.health()), 20, f"{name}: the pizza plan and its adapter to start"
             )
