@@ -50,7 +50,8 @@ class ForwarderSettings:
     bundle_size: int = 100
     retry_initial_ms: int = 100
     retry_max_ms: int = 10_000
-    ca_file: str | None = None
+    ca_file: str | None = None  # trust these certificates instead of the system's CAs
+    insecure: bool = False  # do not verify the receivers' TLS certificates
     timeout_seconds: float = 30.0
 
     @classmethod
@@ -156,6 +157,7 @@ class Wso2EventForwarder:
             password=settings.password,
             bundle_size=settings.bundle_size,
             ca_file=settings.ca_file,
+            insecure=settings.insecure,
             timeout=settings.timeout_seconds,
             definitions=[self.definition],
         )

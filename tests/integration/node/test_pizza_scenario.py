@@ -153,7 +153,10 @@ def test_publisher_defines_streams_the_registry_lacks(tmp_path: Path, mysql_url:
             finally:
                 sys.path.pop(0)
             with DataBridgeClient(
-                f"tcp://127.0.0.1:{node.thrift_port}", username="admin", password=ADMIN_PASSWORD
+                f"tcp://127.0.0.1:{node.thrift_port}",
+                username="admin",
+                password=ADMIN_PASSWORD,
+                ca_file=str(node.certificate),
             ) as client:
                 for text in (publisher.ORDER_DEFINITION, publisher.DELIVERY_DEFINITION):
                     wire = parse_definition(text)
