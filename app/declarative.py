@@ -75,7 +75,7 @@ def load_document(path: str | Path, env: Mapping[str, str] | None = None) -> Any
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
-        msg = f"cannot read {path}: {exc.strerror}"
+        msg = f"{path}: cannot read the file ({exc.strerror})"
         raise DeclarativeError([msg]) from None
     try:
         data = tomllib.loads(raw.decode("utf-8")) if fmt == "toml" else yaml.safe_load(raw) or {}

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.thrift import DataBridgeClient, UntrustedCertificate, WireEvent, parse_definition
+from adapters.wording import counted
 from engine.errors import CEPError
 
 TIMELINE = Path(__file__).resolve().parent.parent / "samples" / "pizza" / "events.jsonl"
@@ -129,7 +130,7 @@ def main() -> int:
     except CEPError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(f"done: {len(timeline)} events in {time.monotonic() - start:.1f} s", flush=True)
+    print(f"done: {counted(len(timeline), 'event')} in {time.monotonic() - start:.1f} s", flush=True)
     return 0
 
 

@@ -21,6 +21,7 @@ from adapters.thrift.definitions import DEFAULT_VERSION, WireStreamDefinition
 from adapters.thrift.delivery import GroupSender
 from adapters.thrift.endpoints import Endpoint, ReceiverGroups
 from adapters.thrift.events import WireEvent
+from adapters.wording import counted
 from engine.errors import AdapterError, ConfigError
 
 log = logging.getLogger(__name__)
@@ -136,7 +137,7 @@ class Wso2EventForwarder:
         for sender in self._senders:
             left = sender.stop(timeout)
             if left:
-                log.warning("forwarder %s stopped with %d events undelivered", sender.name, left)
+                log.warning("forwarder %s stopped with %s undelivered", sender.name, counted(left, "event"))
         self._started = False
 
     def stats(self) -> dict[str, int]:

@@ -16,6 +16,7 @@ from itertools import islice
 import click
 
 from adapters.thrift import DataBridgeClient, UntrustedCertificate, WireEvent
+from adapters.wording import counted
 from app.commands.registry import config_option, registry_from_config
 from app.node.catalog import KnownStream, known
 from app.node.ingress import wall_ms
@@ -167,16 +168,16 @@ def publish(
             f"{exc}; trust it with --ca-file FILE (for a Cepheus node: its var/tls/cert.pem) or skip the check with --insecure"
         )
     except PublishInputError as exc:
-        _fail(f"{exc}; {sent} events before it were sent")
+        _fail(f"{exc}; {counted(sent, 'event')} before it {'was' if sent == 1 else 'were'} sent")
     except CEPError as exc:
-        _fail(f"{url}: {exc}; {sent} events were sent")
+        _fail(f"{url}: {exc}; {counted(sent, 'event')} {'was' if sent == 1 else 'were'} sent")
     finally:
         if bar is not None:
             bar.render_finish()
     elapsed = max(time.monotonic() - started, 1e-9)
     name = "stdin" if stdin else os.path.basename(file)
     click.echo(
-        f"published {sent} events of {stream.id} from {name} to {url} in {elapsed:.2f} s ({sent / elapsed:,.0f}/s)",
+        f"published {counted(sent, 'event')} of {stream.id} from {name} to {url} in {elapsed:.2f} s ({sent / elapsed:,.0f}/s)",
         err=True,
     )
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from adapters.output import AdapterStats, AdapterStopped, OutputAdapter, build_adapter
 from adapters.output.throttle import Throttle
+from adapters.wording import counted
 from app.config import Adapters as AdapterDefaults
 from app.registry import DataSource, Formatter
 from app.registry import OutputAdapter as AdapterEntry
@@ -199,9 +200,9 @@ class OutputHub:
             log.info("output adapter %s stopped (%d written)", adapter.name, stats.written)
         else:
             log.warning(
-                "output adapter %s stopped with %d records undelivered (target unreachable)",
+                "output adapter %s stopped with %s undelivered (target unreachable)",
                 adapter.name,
-                stats.abandoned or stats.pending,
+                counted(stats.abandoned or stats.pending, "record"),
             )
 
     # ---- events --------------------------------------------------------------------------
@@ -223,9 +224,9 @@ class OutputHub:
                 allowed, held = self._error_log.allow()
                 if allowed:
                     log.error(
-                        "formatter %s dropped %d events of %s: %s%s",
+                        "formatter %s dropped %s of %s: %s%s",
                         route.formatter,
-                        len(events),
+                        counted(len(events), "event"),
                         stream_id,
                         exc,
                         f" ({held} similar errors not shown)" if held else "",

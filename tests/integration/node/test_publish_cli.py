@@ -146,6 +146,7 @@ def test_an_untrusted_certificate_is_refused_unless_trusted_or_insecure(
 
     code, output = publish(node, *args)
     assert code == 0, output
+    assert "published 1 event of temps:1.0.0 from e.jsonl" in output
 
     code, output = publish(node, *args, trust=("--insecure",))
     assert code == 0, output

@@ -217,7 +217,7 @@ def test_an_event_the_formatter_cannot_format_is_logged_not_raised(
         hub.emit(STREAM, [Event(1, (2.5,))])
     (record,) = caplog.records
     assert record.getMessage().startswith(
-        f"formatter f dropped 1 events of {STREAM}: map formatter: event 0: "
+        f"formatter f dropped 1 event of {STREAM}: map formatter: event 0: "
     )
     hub.emit(STREAM, events(9))
     assert hub.flush(5.0)
