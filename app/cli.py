@@ -1,15 +1,22 @@
-"""The `cepheus` command line. Errors are messages with a position, never tracebacks."""
+"""The `cepheus` command line. Errors are messages with a position, never tracebacks.
+
+One convention for every command, as compilers have it: an error with a position starts with
+it (`plan.siddhi:3:14: ...`, `events.jsonl:7: ...`); any other starts with `error: `, lower
+case, click's own usage errors included (`_Cli` prints them so).
+"""
 
 from __future__ import annotations
 
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import click
 
 import engine
+from adapters.wording import counted
 
 
 def _read_plan(path: str) -> str:
@@ -28,7 +35,52 @@ def _print_query_error(exc: engine.QueryError, path: str) -> None:
     click.echo(exc.format(path, with_source=True), err=True)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _show(exc: click.ClickException) -> None:
+    """Print a click error as `error: ...` (click itself writes `Error: ...`)."""
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError):
+        exc.show()  # the help text, not an error
+        return
+    if isinstance(exc, click.UsageError) and exc.ctx is not None:
+        ctx = exc.ctx
+        hint = ""
+        if ctx.command.get_help_option(ctx) is not None:
+            hint = f"Try '{ctx.command_path} {ctx.help_option_names[0]}' for help.\n"
+        click.echo(f"{ctx.get_usage()}\n{hint}", err=True, color=ctx.color)
+    click.echo(f"error: {_lower(exc.format_message())}", err=True)
+
+
+def _lower(message: str) -> str:
+    """Click's sentences (`Missing argument 'PLAN'.`) in the style of ours (`missing argument 'PLAN'`)."""
+    if message[1:2].islower():
+        message = message[0].lower() + message[1:]
+    return message[:-1] if message.endswith(".") and not message.endswith("..") else message
+
+
+class _Cli(click.Group):
+    """The `cepheus` group: click's standalone mode, with errors printed by `_show`."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.ClickException as exc:
+            _show(exc)
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("aborted", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+@click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="cepheus")
 def main() -> None:
     """Cepheus: a high-availability complex event processor speaking SiddhiQL."""
@@ -130,7 +182,7 @@ def run(
         if tmp_path is not None:
             os.replace(tmp_path, output_path)  # type: ignore[arg-type]
             tmp_path = None
-            click.echo(f"{count} events written to {output_path}", err=True)
+            click.echo(f"{counted(count, 'event')} written to {output_path}", err=True)
     except ReplayError as exc:
         click.echo(str(exc), err=True)
         sys.exit(1)

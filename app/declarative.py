@@ -6,6 +6,10 @@ creates or updates everything in one registry transaction in which references ar
 an error anywhere leaves the registry as it was. Entries equal to what is stored are reported
 `unchanged` and write nothing, so applying a file twice changes nothing. Entities the file
 does not mention are left alone. `export_document` writes the registry back in the same form.
+
+`${VAR}` references in the connection settings of receivers, data sources and adapters are
+stored as written (a node expands them when it builds the component: no secret in the
+registry); everywhere else they are expanded on reading the file.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from app.registry.toml_writer import TomlWriteError, dumps
 from engine.errors import ConfigError
 
 FORMATS = ("toml", "yaml")
+KEPT_REFERENCES = ("receivers", "datasources", "adapters")  # sections whose settings keep `${VAR}`
+EXPANDED_KEYS = ("name", "type", "enabled", "datasource")  # ... except in these keys
 
 
 class DeclarativeError(ConfigError):
@@ -63,16 +69,17 @@ def file_format(path: str | Path) -> str:
 
 
 def load_document(path: str | Path, env: Mapping[str, str] | None = None) -> Any:
-    """The plain data of a TOML or YAML file (by extension), `${VAR}` references expanded."""
+    """The plain data of a TOML or YAML file (by extension), `${VAR}` references expanded
+    except in the connection settings (`KEPT_REFERENCES`), which keep them as written."""
     fmt = file_format(path)
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
-        msg = f"cannot read {path}: {exc.strerror}"
+        msg = f"{path}: cannot read the file ({exc.strerror})"
         raise DeclarativeError([msg]) from None
     try:
         data = tomllib.loads(raw.decode("utf-8")) if fmt == "toml" else yaml.safe_load(raw) or {}
-        return substitute(data, os.environ if env is None else env)
+        return _expand_document(data, os.environ if env is None else env)
     except SubstitutionError as exc:
         msg = f"{path}: {exc}"
         raise DeclarativeError([msg]) from None
@@ -89,9 +96,37 @@ def load_document(path: str | Path, env: Mapping[str, str] | None = None) -> Any
         raise DeclarativeError([msg]) from None
 
 
-def read_desired(path: str | Path) -> Desired:
-    """Parse and check a file without a database: entries, then each plan's SiddhiQL."""
-    desired = parse_document(load_document(path), Path(path).parent, str(path))
+def _expand_document(data: Any, env: Mapping[str, str]) -> Any:
+    if not isinstance(data, dict):
+        return substitute(data, env)
+    out: dict[str, Any] = {}
+    for section, entries in data.items():
+        if section in KEPT_REFERENCES and isinstance(entries, list):
+            out[section] = [_expand_entry(e, env, f"{section}[{i}]") for i, e in enumerate(entries)]
+        else:
+            out[section] = substitute(entries, env, str(section))
+    return out
+
+
+def _expand_entry(entry: Any, env: Mapping[str, str], where: str) -> Any:
+    if not isinstance(entry, dict):
+        return substitute(entry, env, where)
+    return {k: substitute(v, env, f"{where}.{k}") if k in EXPANDED_KEYS else v for k, v in entry.items()}
+
+
+def read_desired(path: str | Path, env: Mapping[str, str] | None = None) -> Desired:
+    """Parse and check a file without a database: entries, then each plan's SiddhiQL.
+
+    A data source URL with `${VAR}` references is checked as expanded from `env` (default:
+    this process's environment) when every variable it names is set there.
+    """
+    env = os.environ if env is None else env
+    desired = parse_document(load_document(path, env), Path(path).parent, str(path))
+    for datasource in desired.datasources:
+        try:
+            datasource.check_url(env)
+        except RegistryError as exc:
+            desired.errors.append(f"{path}: {exc}")
     for plan in desired.plans:
         source = desired.sources[plan.name]
         try:
@@ -103,12 +138,14 @@ def read_desired(path: str | Path) -> Desired:
     return desired
 
 
-def apply_file(registry: Registry, path: str | Path, *, dry_run: bool = False) -> list[Applied]:
+def apply_file(
+    registry: Registry, path: str | Path, *, dry_run: bool = False, env: Mapping[str, str] | None = None
+) -> list[Applied]:
     """Create or update everything in `path` in one transaction; what happened to each entry.
 
     With `dry_run`, do all the work and checks, report, and roll back.
     """
-    desired = read_desired(path)
+    desired = read_desired(path, env)
     results: list[Applied] = []
     try:
         with registry.transaction() as store:

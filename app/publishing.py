@@ -5,7 +5,7 @@ from adapters.thrift import DataBridgeClient
 from app.publishing import read_events, stream_from_definition
 
 stream = stream_from_definition(open("orderStream.json").read())
-with DataBridgeClient("tcp://127.0.0.1:7611", username="admin", password=pw) as client:
+with DataBridgeClient("tcp://127.0.0.1:7611", username="admin", password=pw, ca_file="var/tls/cert.pem") as client:
     client.define_stream(stream.wire)
     client.publish(e for _, e in read_events("orders.jsonl", stream))
 ```

@@ -96,7 +96,7 @@ def read_items(
         try:
             row = rt.check_row(stream, data)
         except (TypeError, ValueError) as exc:
-            msg = f"{where}: stream '{stream}': {exc}"
+            msg = f"{where}: {exc}"  # the engine names the stream and the attribute
             raise ReplayError(msg) from None
         last_ts = ts
         if pending is not None and pending.stream == stream and pending.timestamp == ts:

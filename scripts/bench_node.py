@@ -200,10 +200,14 @@ def throughput(client: DataBridgeClient, payloads: list[tuple[Any, ...]], bundle
 
 
 def _capacity_worker(
-    port: int, first_id: int, count: int, bundle: int, ready: Any, go: Any, done: Any
+    port: int, ca_file: str, first_id: int, count: int, bundle: int, ready: Any, go: Any, done: Any
 ) -> None:
     client = DataBridgeClient(
-        f"tcp://127.0.0.1:{port}", username="admin", password=PASSWORD, definitions=[DEFINITION]
+        f"tcp://127.0.0.1:{port}",
+        username="admin",
+        password=PASSWORD,
+        ca_file=ca_file,
+        definitions=[DEFINITION],
     )
     with client:
         payloads = [(first_id + i, s, v) for i, (_, s, v) in enumerate(make_events(count, seed=first_id))]
@@ -222,7 +226,7 @@ def _capacity_worker(
 
 
 def capacity(
-    port: int, first_id: int, events: int, connections: int, bundle: int
+    port: int, ca_file: str, first_id: int, events: int, connections: int, bundle: int
 ) -> tuple[float, float, int]:
     """`connections` processes send pre-encoded bundles at once: (start, last ack, matching events)."""
     ctx = multiprocessing.get_context("fork")
@@ -230,7 +234,8 @@ def capacity(
     share = events // connections
     workers = [
         ctx.Process(
-            target=_capacity_worker, args=(port, first_id + k * share, share, bundle, ready, go, done)
+            target=_capacity_worker,
+            args=(port, ca_file, first_id + k * share, share, bundle, ready, go, done),
         )
         for k in range(connections)
     ]
@@ -316,6 +321,7 @@ def main() -> int:
                 f"tcp://127.0.0.1:{7611 + offset}",
                 username="admin",
                 password=PASSWORD,
+                ca_file=str(tmp / "var" / "tls" / "cert.pem"),
                 bundle_size=args.bundle_size,
                 definitions=[DEFINITION],
             )
@@ -371,7 +377,12 @@ def main() -> int:
                 )
 
             start, last, hot = capacity(
-                7611 + offset, args.events, args.events, args.connections, args.bundle_size
+                7611 + offset,
+                str(tmp / "var" / "tls" / "cert.pem"),
+                args.events,
+                args.events,
+                args.connections,
+                args.bundle_size,
             )
             have += hot
             done = wait_rows(db, table, have, 300)

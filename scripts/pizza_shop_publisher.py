@@ -5,8 +5,9 @@ it with the sample's single-quoted JSON when the node does not know it, and publ
 plain port: five orders, then (with a new login) five deliveries. Events are sent on the
 timeline of `samples/pizza/events.jsonl` (orders a second apart, deliveries 10 to 55 s after
 the first order), so the plan's 30-second window gives `[1, Tom]`, `[2, John]`, `[3, Ratha]`.
+The node's TLS certificate is verified: pass the node's `var/tls/cert.pem` as `--ca-file`.
 
-    python scripts/pizza_shop_publisher.py --port 7611 --password "$CEPHEUS_ADMIN_PASSWORD"
+    python scripts/pizza_shop_publisher.py --port 7611 --ca-file var/tls/cert.pem --password "$CEPHEUS_ADMIN_PASSWORD"
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from adapters.thrift import DataBridgeClient, WireEvent, parse_definition
+from adapters.thrift import DataBridgeClient, UntrustedCertificate, WireEvent, parse_definition
+from adapters.wording import counted
 from engine.errors import CEPError
 
 TIMELINE = Path(__file__).resolve().parent.parent / "samples" / "pizza" / "events.jsonl"
@@ -66,7 +68,9 @@ def publish_stream(
     args: argparse.Namespace, name: str, definition: str, events: list[tuple[int, list[Any]]], start: float
 ) -> None:
     url = f"tcp://{args.host}:{args.port}"
-    client = DataBridgeClient(url, username=args.username, password=args.password, ca_file=args.ca_file)
+    client = DataBridgeClient(
+        url, username=args.username, password=args.password, ca_file=args.ca_file, insecure=args.insecure
+    )
     client.connect()
     try:
         stream_id = client.find_stream_id(name, "1.0.0")
@@ -97,13 +101,22 @@ def main() -> int:
         default=os.environ.get("CEPHEUS_PASSWORD") or os.environ.get("CEPHEUS_ADMIN_PASSWORD"),
         help="default: $CEPHEUS_PASSWORD or $CEPHEUS_ADMIN_PASSWORD",
     )
-    parser.add_argument("--ca-file", default=None, help="the node's certificate (default: trust any)")
+    parser.add_argument(
+        "--ca-file",
+        default=None,
+        help="trust this certificate, e.g. the node's var/tls/cert.pem (default: the system's CAs)",
+    )
+    parser.add_argument("--insecure", action="store_true", help="do not verify the node's TLS certificate")
     parser.add_argument(
         "--timeline", type=Path, default=TIMELINE, help="events and their offsets (replay format)"
     )
     args = parser.parse_args()
     if not args.password:
         parser.error("give --password (or set CEPHEUS_PASSWORD)")
+    if args.insecure and args.ca_file:
+        parser.error("--insecure and --ca-file exclude each other")
+    if args.insecure:
+        print("warning: not verifying the node's TLS certificate (--insecure)", file=sys.stderr)
     timeline = load_timeline(args.timeline)
     start = time.monotonic()
     try:
@@ -111,10 +124,13 @@ def main() -> int:
         deliveries = [(t, d) for s, t, d in timeline if s == "deliveryStream"]
         publish_stream(args, "orderStream", ORDER_DEFINITION, orders, start)
         publish_stream(args, "deliveryStream", DELIVERY_DEFINITION, deliveries, start)
+    except UntrustedCertificate as exc:
+        print(f"error: {exc}; pass the node's certificate with --ca-file (var/tls/cert.pem)", file=sys.stderr)
+        return 1
     except CEPError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(f"done: {len(timeline)} events in {time.monotonic() - start:.1f} s", flush=True)
+    print(f"done: {counted(len(timeline), 'event')} in {time.monotonic() - start:.1f} s", flush=True)
     return 0
 
 

@@ -19,8 +19,8 @@ cat <<INFO
 
   Cepheus node starting with the pizza-shop sample (Ctrl-C stops it).
   In another terminal:
-    publish the sample events (55 s):  CEPHEUS_PASSWORD="\$(cat var/admin-password)" $BIN/python scripts/pizza_shop_publisher.py --port $((7611 + offset))
-    or any JSON Lines / CSV file:       $BIN/cepheus publish --url tcp://127.0.0.1:$((7611 + offset)) --stream orderStream:1.0.0 --password "\$(cat var/admin-password)" FILE
+    publish the sample events (55 s):  CEPHEUS_PASSWORD="\$(cat var/admin-password)" $BIN/python scripts/pizza_shop_publisher.py --port $((7611 + offset)) --ca-file var/tls/cert.pem
+    or any JSON Lines / CSV file:       $BIN/cepheus publish --url tcp://127.0.0.1:$((7611 + offset)) --stream orderStream:1.0.0 --ca-file var/tls/cert.pem --password "\$(cat var/admin-password)" FILE
     or over HTTP:                       curl -u admin:"\$(cat var/admin-password)" -d '[["Order9","Ann","1","x","y"]]' http://127.0.0.1:$((9763 + offset))/events/orderStream:1.0.0
     health:                             curl http://127.0.0.1:$((9763 + offset))/health
     results (table delivered_orders):   $BIN/python -c 'import sqlite3; print(sqlite3.connect("var/pizza.db").execute("select * from delivered_orders").fetchall())'

@@ -32,6 +32,7 @@ from typing import Any
 
 from adapters.output.base import AdapterStats, AdapterStopped, Fence
 from adapters.output.throttle import Throttle
+from adapters.wording import counted
 from engine.errors import AdapterError
 from formatters.config import Settings
 
@@ -166,12 +167,12 @@ class BufferedAdapter:
             allowed, held = self._overflow_log.allow()
             if allowed:
                 log.warning(
-                    "adapter %s: buffer full (%d records waiting for %s); refused %d records "
+                    "adapter %s: buffer full (%s waiting for %s); refused %s "
                     "(%d refused in total, %d overflow reports held back)",
                     self.name,
-                    self.buffering.buffer_events,
+                    counted(self.buffering.buffer_events, "record"),
                     self.describe_target(),
-                    refused,
+                    counted(refused, "record"),
                     total_refused,
                     held,
                 )
@@ -216,7 +217,9 @@ class BufferedAdapter:
                 self._cond.notify_all()
             self._stopped = flushed
         if left:
-            log.warning("adapter %s: stopped with %d records not written (abandoned)", self.name, left)
+            log.warning(
+                "adapter %s: stopped with %s not written (abandoned)", self.name, counted(left, "record")
+            )
         if thread is None:
             self._close()
         return flushed
@@ -268,7 +271,10 @@ class BufferedAdapter:
             except FenceRaised as exc:
                 self._resolve(batch, "fenced")
                 log.warning(
-                    "adapter %s: fence refused the write of %d records: %s", self.name, len(batch), exc
+                    "adapter %s: fence refused the write of %s: %s",
+                    self.name,
+                    counted(len(batch), "record"),
+                    exc,
                 )
             except Exception as exc:  # Refused, or a bug in the subclass: isolate the bad records
                 with self._cond:
@@ -277,7 +283,10 @@ class BufferedAdapter:
                     with self._cond:
                         self._isolate_through = batch[-1][0]
                     log.info(
-                        "adapter %s: %s; writing those %d records one by one", self.name, exc, len(batch)
+                        "adapter %s: %s; writing those %s one by one",
+                        self.name,
+                        exc,
+                        counted(len(batch), "record"),
                     )
                     continue
                 self._resolve(batch, "rejected")
@@ -286,10 +295,10 @@ class BufferedAdapter:
                 self._resolve(batch, "written")
             if failures:
                 log.info(
-                    "adapter %s: %s is back after %d failed attempts",
+                    "adapter %s: %s is back after %s",
                     self.name,
                     self.describe_target(),
-                    failures,
+                    counted(failures, "failed attempt"),
                 )
                 failures = 0
                 self._failure_log.reset()
@@ -313,11 +322,11 @@ class BufferedAdapter:
         allowed, held = self._failure_log.allow()
         if allowed:
             log.warning(
-                "adapter %s: %s unavailable (%s); %d records waiting, attempt %d, retrying in %.2fs%s",
+                "adapter %s: %s unavailable (%s); %s waiting, attempt %d, retrying in %.2fs%s",
                 self.name,
                 self.describe_target(),
                 exc,
-                pending,
+                counted(pending, "record"),
                 failures,
                 delay,
                 f" ({held} similar reports held back)" if held else "",

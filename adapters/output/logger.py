@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from adapters.output.base import AdapterStats, AdapterStopped, Fence
+from adapters.wording import counted
 from formatters.config import Settings
 
 log = logging.getLogger(__name__)
@@ -72,7 +73,9 @@ class LoggerAdapter:
             try:
                 fence(None)
             except Exception as exc:
-                log.warning("adapter %s: fence refused %d records: %s", self.name, len(records), exc)
+                log.warning(
+                    "adapter %s: fence refused %s: %s", self.name, counted(len(records), "record"), exc
+                )
                 with self._lock:
                     self._fenced += len(records)
                 return len(records)

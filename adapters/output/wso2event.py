@@ -6,6 +6,7 @@ registers the stream's definition. Imports `formatters` and `adapters.thrift`.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -17,6 +18,8 @@ from adapters.thrift.forwarder import ForwarderSettings, Wso2EventForwarder
 from engine.errors import ConfigError
 from formatters.config import Settings
 from formatters.wso2event import WSO2Event, WSO2StreamDefinition
+
+log = logging.getLogger(__name__)
 
 _PROPERTY_KEYS = ("receiverURL", "authenticatorURL", "username", "password", "stream", "version")
 
@@ -32,7 +35,13 @@ class Wso2EventAdapter:
             "bundle_size": settings.integer("bundle_size", 100),
             "retry_initial_ms": settings.integer("retry_initial_ms", 100),
             "retry_max_ms": settings.integer("retry_max_ms", 10_000),
+            "ca_file": settings.string("ca_file", "") or None,
+            "insecure": not settings.boolean("verify_tls", True),
         }
+        if options["insecure"]:
+            log.warning(
+                "output adapter %s does not verify the receivers' TLS certificates (verify_tls = false)", name
+            )
         try:
             self.settings = ForwarderSettings.from_properties(
                 {k: v for k, v in properties.items() if v}, **options

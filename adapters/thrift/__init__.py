@@ -33,6 +33,7 @@ from adapters.thrift.errors import (
     SessionExpired,
     StreamNotFound,
     UndefinedEventType,
+    UntrustedCertificate,
 )
 from adapters.thrift.events import Bundle, WireEvent
 from adapters.thrift.forwarder import ForwarderSettings, Wso2EventForwarder
@@ -60,6 +61,7 @@ __all__ = [
     "Sessions",
     "StreamNotFound",
     "UndefinedEventType",
+    "UntrustedCertificate",
     "WireEvent",
     "WireStreamDefinition",
     "Wso2EventForwarder",

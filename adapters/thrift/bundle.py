@@ -18,6 +18,7 @@ from adapters.thrift.definitions import WireStreamDefinition
 from adapters.thrift.errors import EventEncodingError, UndefinedEventType
 from adapters.thrift.events import Bundle, WireEvent
 from adapters.thrift.layout import BOOL, DOUBLE, INT, LIST_NAMES, LONG, SLOT, STRING, Layout, layout
+from adapters.wording import counted
 
 __all__ = ["NULL", "Bundle", "Lookup", "WireEvent", "decode_bundle", "encode_bundle"]
 
@@ -96,7 +97,7 @@ def decode_bundle(bundle: Bundle, lookup: Lookup) -> list[WireEvent]:
         _check_consumed(bundle, n, (0, 0, 0, 0, 0))
         return []
     if not bundle.strings:
-        msg = f"bundle of {n} events has an empty stringAttributeList, so event 0 has no stream id"
+        msg = f"bundle of {counted(n, 'event')} has an empty stringAttributeList, so event 0 has no stream id"
         raise UndefinedEventType(msg)
     sid = bundle.strings[0]
     events = decode_uniform(bundle, n, sid, layout(_definition(lookup, sid, 0, n)))
@@ -169,7 +170,7 @@ def _check_consumed(bundle: Bundle, n: int, used: tuple[int, int, int, int, int]
     left = [f"{len(vs) - u} in {name}" for vs, u, name in zip(lists, used, names, strict=True) if len(vs) > u]
     if left:
         msg = (
-            f"a bundle of {n} events left values unread ({', '.join(left)}): "
+            f"a bundle of {counted(n, 'event')} left values unread ({', '.join(left)}): "
             f"the bundle does not match the stream definitions ({_SHIFT_HINT})"
         )
         raise UndefinedEventType(msg)

@@ -2,7 +2,8 @@
 
 Logs in with `connect` over TLS at the authenticator endpoint, then defines streams, looks
 them up and publishes bundles on the receiver endpoint (plain for `tcp://`, TLS for
-`ssl://`). On `se` it logs in again once and repeats the call, as Gen-1 does. It keeps the
+`ssl://`; the server's certificate is verified unless `insecure`, see `tls.client_context`).
+On `se` it logs in again once and repeats the call, as Gen-1 does. It keeps the
 definitions it has defined or been given, because Python numbers need the declared types
 to find their list (§6.1). Not thread-safe: one thread uses a client at a time.
 `ReceiverGroups` (the URL lists of §10) is re-exported from `endpoints`.
@@ -43,6 +44,7 @@ class DataBridgeClient:
         password: str,
         bundle_size: int = 100,
         ca_file: str | None = None,
+        insecure: bool = False,
         timeout: float = 30.0,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         definitions: Iterable[WireStreamDefinition] = (),
@@ -51,7 +53,7 @@ class DataBridgeClient:
         self.username = username
         self._password = password
         self.bundle_size = max(1, bundle_size)
-        context = client_context(ca_file)
+        context = client_context(ca_file, insecure=insecure)
         receiver, auth = self.endpoint.receiver, self.endpoint.auth
         data_service = service(SECURE_SERVICE if receiver.tls else PLAIN_SERVICE)
         self._data = Connection(

@@ -22,6 +22,7 @@ from adapters.thrift.errors import (
     RemoteApplicationError,
     ThriftProtocolError,
     TransportError,
+    UntrustedCertificate,
 )
 from adapters.thrift.idl import Service
 from adapters.thrift.messages import encode_call, read_reply
@@ -59,10 +60,19 @@ class Connection:
         kind = "TLS" if self._tls else "TCP"
         try:
             sock = socket.create_connection((self.host, self.port), timeout=self._timeout)
+        except OSError as exc:
+            msg = f"cannot open a {kind} connection to {self.host}:{self.port}: {exc}"
+            raise TransportError(msg) from exc
+        try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if self._tls is not None:
                 sock = self._tls.wrap_socket(sock, server_hostname=self.host)
+        except ssl.SSLCertVerificationError as exc:
+            sock.close()
+            msg = f"the TLS certificate of {self.host}:{self.port} is not trusted: {exc.verify_message}"
+            raise UntrustedCertificate(msg) from exc
         except (OSError, ssl.SSLError) as exc:
+            sock.close()
             msg = f"cannot open a {kind} connection to {self.host}:{self.port}: {exc}"
             raise TransportError(msg) from exc
         self._sock = sock

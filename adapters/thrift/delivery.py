@@ -20,6 +20,7 @@ from adapters.thrift.client import DataBridgeClient
 from adapters.thrift.endpoints import Endpoint, ReceiverGroup
 from adapters.thrift.errors import EventEncodingError, RemoteApplicationError, UndefinedEventType
 from adapters.thrift.events import WireEvent
+from adapters.wording import counted
 from engine.errors import CEPError
 
 log = logging.getLogger(__name__)
@@ -84,10 +85,10 @@ class GroupSender:
                 if now - self._last_overflow_log >= _OVERFLOW_LOG_INTERVAL:
                     self._last_overflow_log = now
                     log.warning(
-                        "forwarder %s: buffer of %d events full, %d events dropped so far",
+                        "forwarder %s: buffer of %s full, %s dropped so far",
                         self.name,
-                        self._capacity,
-                        self.dropped,
+                        counted(self._capacity, "event"),
+                        counted(self.dropped, "event"),
                     )
 
     def pending(self) -> int:
@@ -178,7 +179,9 @@ class GroupSender:
                 self.rejected += n
             self._cond.notify_all()
         if rejected is not None:
-            log.error("forwarder %s: receiver rejected a bundle of %d events: %s", self.name, n, rejected)
+            log.error(
+                "forwarder %s: receiver rejected a bundle of %s: %s", self.name, counted(n, "event"), rejected
+            )
 
     def _failed(self, receiver: _Receiver, exc: Exception) -> None:
         if receiver.client is not None:

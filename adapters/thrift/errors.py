@@ -5,6 +5,7 @@ AdapterError
 ├─ ThriftProtocolError        bytes that are not valid TBinaryProtocol (or too large)
 ├─ ConnectionClosed           the peer closed the connection (`.clean`: between messages)
 ├─ TransportError             a socket or TLS failure talking to a peer
+│   └─ UntrustedCertificate   the peer's TLS certificate (or host name) did not verify
 ├─ RemoteApplicationError     the peer answered with a TApplicationException (`.type`)
 ├─ SessionExpired             `se`: unknown, expired or missing session id
 ├─ AuthenticationFailed       `ae`: connect refused
@@ -48,6 +49,10 @@ class ConnectionClosed(AdapterError):
 
 class TransportError(AdapterError):
     """A socket or TLS failure while talking to a Data Bridge peer."""
+
+
+class UntrustedCertificate(TransportError):
+    """The peer's TLS certificate is not trusted, or is not valid for the host name."""
 
 
 class RemoteApplicationError(AdapterError):

@@ -21,6 +21,7 @@ from adapters.thrift.definitions import DEFAULT_VERSION, WireStreamDefinition
 from adapters.thrift.delivery import GroupSender
 from adapters.thrift.endpoints import Endpoint, ReceiverGroups
 from adapters.thrift.events import WireEvent
+from adapters.wording import counted
 from engine.errors import AdapterError, ConfigError
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,8 @@ class ForwarderSettings:
     bundle_size: int = 100
     retry_initial_ms: int = 100
     retry_max_ms: int = 10_000
-    ca_file: str | None = None
+    ca_file: str | None = None  # trust these certificates instead of the system's CAs
+    insecure: bool = False  # do not verify the receivers' TLS certificates
     timeout_seconds: float = 30.0
 
     @classmethod
@@ -135,7 +137,7 @@ class Wso2EventForwarder:
         for sender in self._senders:
             left = sender.stop(timeout)
             if left:
-                log.warning("forwarder %s stopped with %d events undelivered", sender.name, left)
+                log.warning("forwarder %s stopped with %s undelivered", sender.name, counted(left, "event"))
         self._started = False
 
     def stats(self) -> dict[str, int]:
@@ -156,6 +158,7 @@ class Wso2EventForwarder:
             password=settings.password,
             bundle_size=settings.bundle_size,
             ca_file=settings.ca_file,
+            insecure=settings.insecure,
             timeout=settings.timeout_seconds,
             definitions=[self.definition],
         )

@@ -1,9 +1,11 @@
 """TLS for the secure Data Bridge port and for clients (PROTOCOL §1, §9).
 
 Owns the server's SSL context (certificate from the settings, or a self-signed one made
-with `cryptography` on first start into `<data_dir>/tls/` and reused afterwards), the
-minimum protocol version, and the client context (no verification unless a CA file is
-given, and never host-name checks, like Java's TSSLTransportFactory).
+with `cryptography` on first start into `<data_dir>/tls/` and reused afterwards, valid for
+`localhost`, the host name, 127.0.0.1 and ::1 so clients can trust it as it is), the minimum
+protocol version, and the client context: the server's certificate and host name are
+verified, against the system's trusted CAs or a given CA file (such as the node's
+`cert.pem`); only an explicit `insecure` turns verification off.
 """
 
 from __future__ import annotations
@@ -68,6 +70,20 @@ def server_context(settings: ServerSettings) -> tuple[ssl.SSLContext, Path]:
     return context, cert
 
 
+# its own CA (so clients can take it as their trust anchor) and a TLS server certificate
+_KEY_USAGE = x509.KeyUsage(
+    digital_signature=True,
+    content_commitment=False,
+    key_encipherment=True,
+    data_encipherment=False,
+    key_agreement=False,
+    key_cert_sign=True,
+    crl_sign=False,
+    encipher_only=False,
+    decipher_only=False,
+)
+
+
 def self_signed(directory: Path) -> tuple[Path, Path]:
     """`cert.pem` and `key.pem` in `directory`, generated on first use."""
     cert, key = directory / CERT_NAME, directory / KEY_NAME
@@ -101,6 +117,11 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
         .not_valid_after(now + datetime.timedelta(days=3650))
         .add_extension(alt_names, critical=False)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(_KEY_USAGE, critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(private_key.public_key()), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(private_key.public_key()), critical=False
+        )
         .sign(private_key, hashes.SHA256())
     )
     key_pem = private_key.private_bytes(
@@ -108,7 +129,7 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
     )
     _write(key, key_pem, 0o600)
     _write(cert, certificate.public_bytes(serialization.Encoding.PEM), 0o644)
-    log.info("generated self-signed certificate %s; import it into the clients' truststore", cert)
+    log.info("generated self-signed certificate %s; give it to clients as their CA file", cert)
     return cert, key
 
 
@@ -121,13 +142,27 @@ def _write(path: Path, data: bytes, mode: int) -> None:
     os.replace(temporary, path)
 
 
-def client_context(ca_file: str | None = None) -> ssl.SSLContext:
-    """Verification off (self-signed servers) unless `ca_file` names the trusted CA(s)."""
+def client_context(ca_file: str | None = None, *, insecure: bool = False) -> ssl.SSLContext:
+    """A client context that verifies the server's certificate and host name.
+
+    Trusted: the system's CAs, or only the certificates in `ca_file` (a CA, or a self-signed
+    server certificate such as the node's `tls/cert.pem`). `insecure` verifies nothing; the
+    caller says so in its log.
+    """
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.check_hostname = False
-    if ca_file:
-        context.load_verify_locations(ca_file)
-        context.verify_mode = ssl.CERT_REQUIRED
-    else:
+    if insecure:
+        context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
+        return context
+    context.check_hostname = True
+    context.verify_mode = ssl.CERT_REQUIRED
+    if ca_file:
+        try:
+            context.load_verify_locations(ca_file)
+        except (OSError, ssl.SSLError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            msg = f"CA file {ca_file}: cannot load trusted certificates from it ({reason})"
+            raise ConfigError(msg) from None
+    else:
+        context.load_default_certs()
     return context

@@ -1,4 +1,9 @@
-"""`cepheus publish`: send events from a JSON Lines or CSV file to a node over the Data Bridge protocol."""
+"""`cepheus publish`: send events from a JSON Lines or CSV file to a node over the Data Bridge protocol.
+
+The login (and an `ssl://` receiver) goes over TLS with the server's certificate verified:
+against the system's CAs, or `--ca-file` (e.g. the node's `var/tls/cert.pem`); `--insecure`
+skips verification, with a warning.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,8 @@ from itertools import islice
 
 import click
 
-from adapters.thrift import DataBridgeClient, WireEvent
+from adapters.thrift import DataBridgeClient, UntrustedCertificate, WireEvent
+from adapters.wording import counted
 from app.commands.registry import config_option, registry_from_config
 from app.node.catalog import KnownStream, known
 from app.node.ingress import wall_ms
@@ -75,8 +81,9 @@ def _batches(events: Iterable[tuple[int, WireEvent]], size: int) -> Iterator[lis
     "--ca-file",
     type=click.Path(dir_okay=False),
     default=None,
-    help="trust only this CA (default: any certificate)",
+    help="trust this certificate or CA, e.g. the node's var/tls/cert.pem (default: the system's CAs)",
 )
+@click.option("--insecure", is_flag=True, help="do not verify the server's TLS certificate")
 @click.option("--bundle-size", type=click.IntRange(1, 100_000), default=100, show_default=True)
 @click.option(
     "--rate", type=click.FloatRange(min=0, min_open=True), default=None, help="at most N events per second"
@@ -97,6 +104,7 @@ def publish(
     username: str,
     password: str | None,
     ca_file: str | None,
+    insecure: bool,
     bundle_size: int,
     rate: float | None,
     file_timestamps: bool,
@@ -107,6 +115,9 @@ def publish(
         raise click.UsageError(msg)
     if ":" not in stream_id:
         stream_id += ":1.0.0"
+    if insecure and ca_file is not None:
+        msg = "--insecure and --ca-file exclude each other"
+        raise click.UsageError(msg)
     stream = _stream(stream_id, definition, config_path)
     stdin = file == "-"
     total = 0
@@ -122,9 +133,17 @@ def publish(
     started = time.monotonic()
     show = sys.stderr.isatty() and not stdin
     bar = click.progressbar(length=total, label="publishing", file=sys.stderr) if show else None
+    if insecure:
+        click.echo("warning: not verifying the server's TLS certificate (--insecure)", err=True)
     try:
         with DataBridgeClient(
-            url, auth_url, username=username, password=password, bundle_size=bundle_size, ca_file=ca_file
+            url,
+            auth_url,
+            username=username,
+            password=password,
+            bundle_size=bundle_size,
+            ca_file=ca_file,
+            insecure=insecure,
         ) as client:
             if definition is not None:
                 client.define_stream(stream.wire)
@@ -144,17 +163,21 @@ def publish(
                     ahead = started + sent / rate - time.monotonic()
                     if ahead > 0:
                         time.sleep(ahead)
+    except UntrustedCertificate as exc:
+        _fail(
+            f"{exc}; trust it with --ca-file FILE (for a Cepheus node: its var/tls/cert.pem) or skip the check with --insecure"
+        )
     except PublishInputError as exc:
-        _fail(f"{exc}; {sent} events before it were sent")
+        _fail(f"{exc}; {counted(sent, 'event')} before it {'was' if sent == 1 else 'were'} sent")
     except CEPError as exc:
-        _fail(f"{url}: {exc}; {sent} events were sent")
+        _fail(f"{url}: {exc}; {counted(sent, 'event')} {'was' if sent == 1 else 'were'} sent")
     finally:
         if bar is not None:
             bar.render_finish()
     elapsed = max(time.monotonic() - started, 1e-9)
     name = "stdin" if stdin else os.path.basename(file)
     click.echo(
-        f"published {sent} events of {stream.id} from {name} to {url} in {elapsed:.2f} s ({sent / elapsed:,.0f}/s)",
+        f"published {counted(sent, 'event')} of {stream.id} from {name} to {url} in {elapsed:.2f} s ({sent / elapsed:,.0f}/s)",
         err=True,
     )
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from adapters.thrift import WireEvent
+from adapters.wording import counted
 from app.node.catalog import KnownStream
 from engine.errors import CEPError
 from engine.types import AttrType, coerce
@@ -93,7 +94,7 @@ def to_wire(stream: KnownStream, row: Row, timestamp: int) -> WireEvent:
 
 def _row(values: list[Any], stream: KnownStream, where: str) -> Row:
     if len(values) != len(stream.attributes):
-        msg = f"{where}: {stream.id} has {len(stream.attributes)} attributes, got {len(values)} values"
+        msg = f"{where}: {stream.id} has {counted(len(stream.attributes), 'attribute')}, got {counted(len(values), 'value')}"
         raise EventFormatError(msg)
     return tuple(
         _value(v, kind, where, name) for (name, kind), v in zip(stream.attributes, values, strict=True)

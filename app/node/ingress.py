@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.thrift import WireEvent
+from adapters.wording import counted
 from engine import Runtime
 
 log = logging.getLogger(__name__)
@@ -130,4 +131,6 @@ class Ingress:
                 # one plan's failure must not stop the others or the receiver
                 with self._stats_lock:
                     self._stats.failed += len(rows)
-                log.exception("plan %s failed on %d events of %s", binding.plan, len(rows), binding.stream)
+                log.exception(
+                    "plan %s failed on %s of %s", binding.plan, counted(len(rows), "event"), binding.stream
+                )

@@ -5,13 +5,15 @@ formatter and hands the records to that formatter's adapter. `configure` brings 
 set in line with the registry: an adapter whose settings (or data source) changed is replaced
 by a new one started first, and the old one is stopped after a flush, so nothing accepted is
 dropped by a reconfiguration. A component that cannot be built is logged with the reason and
-left out; the rest keep running.
+left out; the rest keep running. `${VAR}` references in adapter configs and data source URLs
+are expanded here, in memory, from the node's environment (the registry keeps them as written).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +21,7 @@ from typing import Any
 
 from adapters.output import AdapterStats, AdapterStopped, OutputAdapter, build_adapter
 from adapters.output.throttle import Throttle
+from adapters.wording import counted
 from app.config import Adapters as AdapterDefaults
 from app.registry import DataSource, Formatter
 from app.registry import OutputAdapter as AdapterEntry
@@ -68,8 +71,11 @@ class OutputProblem:
 
 
 class OutputHub:
-    def __init__(self, defaults: AdapterDefaults, stop_timeout: float = 30.0) -> None:
+    def __init__(
+        self, defaults: AdapterDefaults, stop_timeout: float = 30.0, env: Mapping[str, str] | None = None
+    ) -> None:
         self._defaults = defaults
+        self._env = os.environ if env is None else env
         self._stop_timeout = stop_timeout
         self._lock = threading.Lock()  # configure/stop against each other; emit takes no lock
         self._adapters: dict[str, _Running] = {}
@@ -88,17 +94,29 @@ class OutputHub:
     ) -> list[OutputProblem]:
         """Run exactly these adapters and formatters; `attributes(stream_id)` gives a stream's schema."""
         problems: list[OutputProblem] = []
-        urls = {d.name: d.url for d in datasources}
+        urls: dict[str, str] = {}
+        unresolved: dict[str, str] = {}
+        for datasource in datasources:
+            try:
+                urls[datasource.name] = datasource.resolved(self._env).url
+            except CEPError as exc:
+                unresolved[datasource.name] = str(exc)
         with self._lock:
             retired: list[OutputAdapter] = []
             running: dict[str, _Running] = {}
-            for entry in adapters:
+            for stored in adapters:
+                current = self._adapters.get(stored.name)
+                entry, why = self._resolved(stored, unresolved)
+                if entry is None:
+                    problems.append(OutputProblem("adapter", stored.name, why))
+                    if current is not None:
+                        retired.append(current.adapter)
+                    continue
                 config = with_defaults(entry, self._defaults)
                 source = entry.datasource
                 fingerprint = json.dumps(
                     [entry.type, config, urls.get(source) if source else None], sort_keys=True, default=str
                 )
-                current = self._adapters.get(entry.name)
                 if current is not None and current.fingerprint == fingerprint:
                     running[entry.name] = current
                     continue
@@ -133,6 +151,18 @@ class OutputHub:
             log.error("%s %s not started: %s", problem.kind, problem.name, problem.message)
         self.problems = problems
         return problems
+
+    def _resolved(
+        self, stored: AdapterEntry, unresolved: Mapping[str, str]
+    ) -> tuple[AdapterEntry | None, str]:
+        """The adapter with its `${VAR}` references expanded, or None and why it cannot be."""
+        source = stored.datasource
+        if source is not None and source in unresolved:
+            return None, unresolved[source]
+        try:
+            return stored.resolved(self._env), ""
+        except CEPError as exc:
+            return None, str(exc)
 
     def _route(
         self,
@@ -170,9 +200,9 @@ class OutputHub:
             log.info("output adapter %s stopped (%d written)", adapter.name, stats.written)
         else:
             log.warning(
-                "output adapter %s stopped with %d records undelivered (target unreachable)",
+                "output adapter %s stopped with %s undelivered (target unreachable)",
                 adapter.name,
-                stats.abandoned or stats.pending,
+                counted(stats.abandoned or stats.pending, "record"),
             )
 
     # ---- events --------------------------------------------------------------------------
@@ -194,9 +224,9 @@ class OutputHub:
                 allowed, held = self._error_log.allow()
                 if allowed:
                     log.error(
-                        "formatter %s dropped %d events of %s: %s%s",
+                        "formatter %s dropped %s of %s: %s%s",
                         route.formatter,
-                        len(events),
+                        counted(len(events), "event"),
                         stream_id,
                         exc,
                         f" ({held} similar errors not shown)" if held else "",

@@ -1,20 +1,25 @@
 """Receivers, data sources, output adapters and formatters: the values that connect plans to the world.
 
 Their `config`/`options` are generic JSON objects stored as given; the adapters and formatters
-interpret them (see docs/declarative.md for the keys in use). Imports only the registry's checks
-and SQLAlchemy's URL parser.
+interpret them (see docs/declarative.md for the keys in use). The connection settings of
+receivers, data sources and adapters may hold `${VAR}` references (passwords): they are stored
+as written and expanded only in memory by `resolved(env)`, when a node builds the component
+(a receiver's config is not read by the node yet).
+Imports only the registry's checks and SQLAlchemy's URL parser.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from app.registry.errors import ValidationError
+from app.registry.errors import RegistryError, ValidationError
 from app.registry.streams import split_stream_id, stream_id
+from app.registry.substitution import SubstitutionError, check_references, resolvable, substitute
 from app.registry.validation import check_bool, check_choice, check_json_object, check_name, check_str
 
 RECEIVER_TYPES = ("thrift", "http")
@@ -32,6 +37,29 @@ def _config(what: str, field: str, value: object, reserved: tuple[str, ...]) -> 
     return config
 
 
+T = TypeVar("T")
+
+
+def _references_checked(what: str, field: str, value: T) -> T:
+    """`value` unchanged, after checking the syntax of its `${VAR}` references."""
+    try:
+        check_references(value, field)
+    except SubstitutionError as exc:
+        msg = f"{what}: {exc}"
+        raise ValidationError(msg, field=field) from None
+    return value
+
+
+def _expanded(what: str, field: str, value: T, env: Mapping[str, str]) -> T:
+    """`value` with its `${VAR}` references expanded from `env` (in memory, never stored)."""
+    try:
+        expanded: T = substitute(value, env, field)
+    except SubstitutionError as exc:
+        msg = f"{what}: {exc}"
+        raise RegistryError(msg) from None
+    return expanded
+
+
 @dataclass(frozen=True)
 class Receiver:
     """An input endpoint (Thrift Data Bridge or HTTP JSON) with its settings."""
@@ -47,7 +75,8 @@ class Receiver:
         what = f"receiver {self.name!r}"
         check_choice(what, "type", self.type, RECEIVER_TYPES)
         check_bool(what, "enabled", self.enabled)
-        return replace(self, config=_config(what, "config", self.config, ("name", "type", "enabled")))
+        config = _config(what, "config", self.config, ("name", "type", "enabled"))
+        return replace(self, config=_references_checked(what, "config", config))
 
 
 @dataclass(frozen=True)
@@ -63,12 +92,31 @@ class DataSource:
         check_name("data source", self.name)
         what = f"data source {self.name!r}"
         check_str(what, "url", self.url)
+        _references_checked(what, "url", self.url)
+        self.check_url({})
+        options = _config(what, "options", self.options, ("name", "url"))
+        return replace(self, options=_references_checked(what, "options", options))
+
+    def check_url(self, env: Mapping[str, str]) -> None:
+        """Check that the URL, expanded from `env`, parses (skipped if it names a variable `env` lacks)."""
+        url = resolvable(self.url, env)
+        if url is None:
+            return
         try:
-            make_url(self.url)
+            make_url(url)
         except ArgumentError:
-            msg = f"{what}: url {self.url!r} is not an SQLAlchemy URL such as sqlite:///var/x.db or mysql+pymysql://user:pw@host/db"
+            shown = f"{self.url!r}" + (" (once expanded)" if url != self.url else "")
+            msg = f"data source {self.name!r}: url {shown} is not an SQLAlchemy URL such as sqlite:///var/x.db or mysql+pymysql://user:pw@host/db"
             raise ValidationError(msg, field="url") from None
-        return replace(self, options=_config(what, "options", self.options, ("name", "url")))
+
+    def resolved(self, env: Mapping[str, str]) -> DataSource:
+        """The data source with `${VAR}` references in its url and options expanded from `env`."""
+        what = f"data source {self.name!r}"
+        return replace(
+            self,
+            url=_expanded(what, "url", self.url, env),
+            options=_expanded(what, "options", self.options, env),
+        )
 
 
 @dataclass(frozen=True)
@@ -94,7 +142,11 @@ class OutputAdapter:
         if self.type == "rdbms" and not isinstance(config.get("datasource"), str):
             msg = f"{what}: an rdbms adapter needs config.datasource, the name of a data source"
             raise ValidationError(msg, field="config.datasource")
-        return replace(self, config=config)
+        return replace(self, config=_references_checked(what, "config", config))
+
+    def resolved(self, env: Mapping[str, str]) -> OutputAdapter:
+        """The adapter with `${VAR}` references in its config expanded from `env`."""
+        return replace(self, config=_expanded(f"output adapter {self.name!r}", "config", self.config, env))
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
-"""`${NAME}` references to environment variables in declarative files (passwords, per-site URLs).
+"""`${NAME}` references to environment variables (passwords, per-site URLs).
 
 `${NAME}` is the variable's value, `${NAME:-default}` its value or `default` when it is unset
 or empty, and `$$` a literal `$`. A reference to an unset variable without a default is an
-error naming the variable and where it is used. Imports nothing of ours.
+error naming the variable and where it is used. `check_references` checks the syntax only
+(the registry keeps references as written); `substitute` expands them. Imports nothing of ours.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ class SubstitutionError(ValueError):
     pass
 
 
+class _Unresolved(Exception):
+    pass
+
+
 def substitute(data: Any, env: Mapping[str, str], where: str = "") -> Any:
     """`data` (plain TOML/YAML values) with every `${...}` in its strings replaced."""
     if isinstance(data, str):
@@ -29,7 +34,27 @@ def substitute(data: Any, env: Mapping[str, str], where: str = "") -> Any:
     return data
 
 
-def _expand(text: str, env: Mapping[str, str], where: str) -> str:
+def check_references(data: Any, where: str = "") -> None:
+    """Raise `SubstitutionError` for a malformed reference anywhere in `data`; expand nothing."""
+    substitute(data, _Anything(), where)
+
+
+def resolvable(text: str, env: Mapping[str, str]) -> str | None:
+    """`text` expanded with `env`, or None when it names a variable `env` lacks (no default)."""
+    try:
+        return _expand(text, env, "", missing=_Unresolved)
+    except _Unresolved:
+        return None
+
+
+class _Anything(dict[str, str]):
+    """An environment in which every variable is set (to check the syntax alone)."""
+
+    def get(self, key: str, default: Any = None) -> str:
+        return "x"
+
+
+def _expand(text: str, env: Mapping[str, str], where: str, missing: type[Exception] | None = None) -> str:
     if "$" not in text:
         return text
 
@@ -46,6 +71,8 @@ def _expand(text: str, env: Mapping[str, str], where: str) -> str:
             return value
         if default is not None:
             return default
+        if missing is not None:
+            raise missing
         msg = f"{where}: environment variable {name} is not set (give it a value, or a default: ${{{name}:-...}})"
         raise SubstitutionError(msg)
 

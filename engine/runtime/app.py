@@ -90,17 +90,18 @@ class Runtime:
 
     def check_row(self, stream: str, data: Sequence[Any]) -> tuple[Any, ...]:
         """Validate and convert one row for `stream`; raises TypeError/ValueError naming the
-        attribute."""
+        stream and the attribute."""
         j = self._junction(stream)
         if len(data) != len(j.types):
-            msg = f"stream '{stream}' has {len(j.types)} attributes, got {len(data)} values"
+            n, m = len(j.types), len(data)
+            msg = f"stream '{stream}' has {n} attribute{'' if n == 1 else 's'}, got {m} value{'' if m == 1 else 's'}"
             raise ValueError(msg)
         out = []
         for name, kind, value in zip(j.names, j.types, data, strict=True):
             try:
                 out.append(coerce(value, kind))
             except (TypeError, ValueError) as exc:
-                msg = f"attribute '{name}': {exc}"
+                msg = f"stream '{stream}': attribute '{name}': {exc}"
                 raise type(exc)(msg) from None
         return tuple(out)
 

@@ -165,8 +165,9 @@ class NodeProcess:
             raise AssertionError(msg)
         return result
 
-    def start(self, timeout: float = 30.0) -> None:
-        env = {**os.environ, "CEPHEUS_ADMIN_PASSWORD": ADMIN_PASSWORD}
+    def start(self, timeout: float = 30.0, env: Mapping[str, str] | None = None) -> None:
+        """Start the server; `env` adds variables to its environment (`${VAR}` in the registry)."""
+        env = {**os.environ, "CEPHEUS_ADMIN_PASSWORD": ADMIN_PASSWORD, **(env or {})}
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "app.cli", "server", "--config", str(self.config_path)],

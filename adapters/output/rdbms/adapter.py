@@ -25,6 +25,7 @@ from adapters.output.rdbms.failures import is_outage, table_exists
 from adapters.output.rdbms.schema import IDENTIFIER_RULE, build_table, is_identifier, lightweight_table
 from adapters.output.rdbms.settings import Mode, RdbmsSettings
 from adapters.output.rdbms.statements import write_rows
+from adapters.wording import counted
 
 log = logging.getLogger(__name__)
 
@@ -188,11 +189,11 @@ class RdbmsAdapter(BufferedAdapter):
             except Exception as exc:
                 if is_outage(exc, engine):
                     self._count_in_doubt(len(records))
-                    msg = f"commit of {len(records)} records interrupted, retrying ({first_line(exc)})"
+                    msg = f"commit of {counted(len(records), 'record')} interrupted, retrying ({first_line(exc)})"
                     raise RetryLater(msg) from exc
                 raise
         if outcome.unmatched:
-            log.debug("adapter %s: %d updates matched no row", self.name, outcome.unmatched)
+            log.debug("adapter %s: %s matched no row", self.name, counted(outcome.unmatched, "update"))
 
     def _run_fence(self, engine: sa.Engine, conn: sa.Connection, fence: Fence) -> None:
         try:

@@ -100,6 +100,7 @@ def client(node: Node, password: str = ADMIN_PASSWORD) -> DataBridgeClient:
         f"ssl://127.0.0.1:{node.thrift.tls_port}",
         username="admin",
         password=password,
+        ca_file=str(node.config.data_dir / "tls" / "cert.pem"),
     )
 
 
@@ -325,6 +326,7 @@ name = "toSecond"
 type = "wso2event"
 receiverURL = "tcp://127.0.0.1:{second.thrift.port}"
 authenticatorURL = "ssl://127.0.0.1:{second.thrift.tls_port}"
+ca_file = "{second.config.data_dir / "tls" / "cert.pem"}"
 username = "admin"
 password = "{ADMIN_PASSWORD}"
 

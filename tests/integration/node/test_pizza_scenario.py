@@ -65,9 +65,9 @@ def runs(
         }
         publishers = {}
         for name, run in runs.items():
-            run.node.start()
+            run.node.start(env={"PIZZA_DB_URL": run.output_url})  # the registry keeps ${PIZZA_DB_URL}
             stack.callback(run.node.stop)
-            run.node.cli("apply", "samples/pizza/cepheus.toml", env={"PIZZA_DB_URL": run.output_url})
+            run.node.cli("apply", "samples/pizza/cepheus.toml")
             wait_for(
                 lambda n=run.node: _ready(n.health()), 20, f"{name}: the pizza plan and its adapter to start"
             )
@@ -153,7 +153,10 @@ def test_publisher_defines_streams_the_registry_lacks(tmp_path: Path, mysql_url:
             finally:
                 sys.path.pop(0)
             with DataBridgeClient(
-                f"tcp://127.0.0.1:{node.thrift_port}", username="admin", password=ADMIN_PASSWORD
+                f"tcp://127.0.0.1:{node.thrift_port}",
+                username="admin",
+                password=ADMIN_PASSWORD,
+                ca_file=str(node.certificate),
             ) as client:
                 for text in (publisher.ORDER_DEFINITION, publisher.DELIVERY_DEFINITION):
                     wire = parse_definition(text)

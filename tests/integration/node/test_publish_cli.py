@@ -30,8 +30,16 @@ def env(tmp_path: Path) -> Iterator[tuple[Node, Path, Path]]:
         yield node, db, config
 
 
-def publish(node: Node, *args: str, password: str = ADMIN_PASSWORD) -> tuple[int, str]:
+def certificate(node: Node) -> str:
+    return str(node.config.data_dir / "tls" / "cert.pem")
+
+
+def publish(
+    node: Node, *args: str, password: str = ADMIN_PASSWORD, trust: tuple[str, ...] | None = None
+) -> tuple[int, str]:
+    """`cepheus publish` to the node, trusting its certificate unless `trust` says otherwise."""
     assert node.thrift is not None
+    trust = ("--ca-file", certificate(node)) if trust is None else trust
     result = CliRunner().invoke(
         main,
         [
@@ -42,6 +50,7 @@ def publish(node: Node, *args: str, password: str = ADMIN_PASSWORD) -> tuple[int
             f"ssl://127.0.0.1:{node.thrift.tls_port}",
             "--password",
             password,
+            *trust,
             *args,
         ],
     )
@@ -116,3 +125,31 @@ def test_wrong_password_is_a_message(env: tuple[Node, Path, Path], tmp_path: Pat
     )
     assert code == 1
     assert "error: tcp://127.0.0.1" in output and "0 events were sent" in output
+
+
+def test_an_untrusted_certificate_is_refused_unless_trusted_or_insecure(
+    env: tuple[Node, Path, Path], tmp_path: Path
+) -> None:
+    node, db, config = env
+    assert node.thrift is not None
+    events = tmp_path / "e.jsonl"
+    events.write_text('["s1", "kitchen", 31.0]\n', encoding="utf-8")
+    args = ("--stream", "temps:1.0.0", "--config", str(config), str(events))
+
+    code, output = publish(node, *args, trust=())
+    assert code == 1
+    assert output.startswith(
+        f"error: the TLS certificate of 127.0.0.1:{node.thrift.tls_port} is not trusted: self-signed certificate; "
+        "trust it with --ca-file FILE (for a Cepheus node: its var/tls/cert.pem) or skip the check with --insecure"
+    )
+    assert node.ingress.stats().received == {}
+
+    code, output = publish(node, *args)
+    assert code == 0, output
+    assert "published 1 event of temps:1.0.0 from e.jsonl" in output
+
+    code, output = publish(node, *args, trust=("--insecure",))
+    assert code == 0, output
+    assert output.startswith("warning: not verifying the server's TLS certificate (--insecure)\n")
+    assert node.outputs.flush(10)
+    assert rows(db) == [("kitchen", 31.0), ("kitchen", 31.0)]

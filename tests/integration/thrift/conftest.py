@@ -49,11 +49,19 @@ def server(settings: ServerSettings, handler: InMemoryHandler) -> Iterator[DataB
 ClientFactory = Callable[..., DataBridgeClient]
 
 
+@pytest.fixture(scope="session")
+def certificate(data_dir: Path) -> str:
+    """The test servers' certificate, for clients to trust."""
+    return str(data_dir / "tls" / "cert.pem")
+
+
 @pytest.fixture
-def make_client(server: DataBridgeServer) -> Iterator[ClientFactory]:
+def make_client(server: DataBridgeServer, certificate: str) -> Iterator[ClientFactory]:
     clients: list[DataBridgeClient] = []
 
     def make(username: str = "admin", password: str = "admin", **options: Any) -> DataBridgeClient:
+        if not options.get("insecure"):
+            options.setdefault("ca_file", certificate)
         client = DataBridgeClient(
             f"tcp://127.0.0.1:{server.port}",
             f"ssl://127.0.0.1:{server.tls_port}",

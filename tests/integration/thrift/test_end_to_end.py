@@ -67,10 +67,14 @@ def test_expired_session_is_renewed_and_the_bundle_resent_once(
 
 
 def test_ssl_receiver_url_sends_everything_over_tls(
-    server: DataBridgeServer, handler: InMemoryHandler
+    server: DataBridgeServer, handler: InMemoryHandler, certificate: str
 ) -> None:
     with DataBridgeClient(
-        f"ssl://127.0.0.1:{server.tls_port}", username="admin", password="admin", definitions=[PIZZA]
+        f"ssl://127.0.0.1:{server.tls_port}",
+        username="admin",
+        password="admin",
+        ca_file=certificate,
+        definitions=[PIZZA],
     ) as client:
         assert client.find_stream_id("pizzaOrder") == "pizzaOrder:1.0.0"
         client.publish(pizza_events(5))

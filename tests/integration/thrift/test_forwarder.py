@@ -29,8 +29,18 @@ def urls(*servers: DataBridgeServer, sep: str = ",") -> dict[str, str]:
     }
 
 
+_TRUST: dict[str, object] = {}  # the test servers' certificate, set for each test
+
+
+@pytest.fixture(autouse=True)
+def _trust_the_test_servers(certificate: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(_TRUST, "ca_file", certificate)
+
+
 def forwarder(properties: dict[str, str], **options: object) -> Wso2EventForwarder:
-    settings = ForwarderSettings.from_properties(properties, retry_initial_ms=20, retry_max_ms=200, **options)
+    settings = ForwarderSettings.from_properties(
+        properties, retry_initial_ms=20, retry_max_ms=200, **{**_TRUST, **options}
+    )
     return Wso2EventForwarder(settings, PIZZA)
 
 

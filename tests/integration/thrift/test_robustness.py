@@ -154,7 +154,7 @@ def test_stop_closes_idle_connections_promptly(settings: ServerSettings, handler
 
 
 def test_message_over_max_message_bytes_is_refused_and_the_server_carries_on(
-    settings: ServerSettings, handler: InMemoryHandler, make_client: ClientFactory
+    settings: ServerSettings, handler: InMemoryHandler, make_client: ClientFactory, certificate: str
 ) -> None:
     small = ServerSettings(**{**settings.__dict__, "max_message_bytes": 4096})
     with DataBridgeServer(small, handler) as server:
@@ -163,6 +163,7 @@ def test_message_over_max_message_bytes_is_refused_and_the_server_carries_on(
             f"ssl://127.0.0.1:{server.tls_port}",
             username="admin",
             password="admin",
+            ca_file=certificate,
             bundle_size=1000,
             definitions=[PIZZA],
         )

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.thrift
 
 
 def test_wso2event_adapter_forwards_formatted_events(
-    server: DataBridgeServer, handler: InMemoryHandler
+    server: DataBridgeServer, handler: InMemoryHandler, certificate: str
 ) -> None:
     attributes = [
         ("meta_shop", AttrType.STRING),
@@ -27,7 +27,7 @@ def test_wso2event_adapter_forwards_formatted_events(
         "wso2event",
         "peer",
         {"receiverURL": f"tcp://127.0.0.1:{server.port}", "authenticatorURL": f"ssl://127.0.0.1:{server.tls_port}",
-         "username": "admin", "password": "admin"},
+         "username": "admin", "password": "admin", "ca_file": certificate},
     )  # fmt: skip
     adapter.register_stream(formatter.definition)  # type: ignore[attr-defined]
     adapter.start()

@@ -61,7 +61,7 @@ def test_run_writes_results_as_json_lines(files: Path) -> None:
         ('{"stream": "Nope", "data": []}', "in.jsonl:2: unknown input stream 'Nope'"),
         (
             '{"stream": "S", "data": ["a"]}',
-            "in.jsonl:2: stream 'S': stream 'S' has 2 attributes, got 1 values",
+            "in.jsonl:2: stream 'S' has 2 attributes, got 1 value",
         ),
         (
             '{"stream": "S", "data": ["a", "x"]}',
@@ -93,7 +93,7 @@ def test_run_output_file_is_replaced_on_success(files: Path) -> None:
     code, _, err = invoke(
         "run", str(files / "plan.siddhi"), "--input", str(files / "in.jsonl"), "--output", str(out)
     )
-    assert code == 0 and "1 events written" in err
+    assert code == 0 and "1 event written" in err
     assert json.loads(out.read_text())["data"] == ["a", 50.0]
 
 
@@ -114,3 +114,45 @@ def test_the_installed_command_never_shows_a_traceback(tmp_path: Path) -> None:
     )
     assert result.returncode == 1
     assert "cannot read plan" in result.stderr and "Traceback" not in result.stderr
+
+
+def cli_error_cases(tmp: Path) -> list[tuple[list[str], int, str]]:
+    """(arguments, exit code, the last line of stderr) for error paths of every command."""
+    missing = tmp / "missing"
+    events = tmp / "e.jsonl"
+    events.write_text("[1]\n")
+    bad_config = tmp / "bad.toml"
+    bad_config.write_text("[nonsense]\nx = 1\n")
+    publish = ["publish", "--url", "tcp://127.0.0.1:1", "--stream", "s:1.0.0"]
+    return [
+        (["nope"], 2, "error: no such command 'nope'"),
+        (["run"], 2, "error: missing argument 'PLAN'"),
+        (["validate", str(tmp)], 2, f"error: invalid value for 'PLAN': File '{tmp}' is a directory"),
+        (
+            ["validate", f"{missing}.siddhi"],
+            1,
+            f"error: cannot read plan {missing}.siddhi: No such file or directory",
+        ),
+        ([*publish, str(events)], 2, "error: give the password with --password or CEPHEUS_PASSWORD"),
+        (
+            [*publish, "--password", "pw", "--definition", f"{missing}.json", str(events)],
+            1,
+            f"error: cannot read --definition {missing}.json: No such file or directory",
+        ),
+        (
+            [*publish, "--password", "pw", "--insecure", "--ca-file", "c.pem", str(events)],
+            2,
+            "error: --insecure and --ca-file exclude each other",
+        ),
+        (["export", "--plan-dir", str(tmp)], 2, "error: --plan-dir needs --output"),
+        (["db", "current", "--config", str(bad_config)], 1, "error: "),
+        (["server", "--config", str(bad_config)], 1, "error: "),
+    ]
+
+
+def test_every_cli_error_without_a_position_starts_with_lower_case_error(tmp_path: Path) -> None:
+    for args, code, last_line in cli_error_cases(tmp_path):
+        result = CliRunner().invoke(main, args, env={"CEPHEUS_PASSWORD": None})
+        assert result.exit_code == code, (args, result.stderr)
+        assert "Error" not in result.stderr, args
+        assert result.stderr.splitlines()[-1].startswith(last_line), (args, result.stderr)

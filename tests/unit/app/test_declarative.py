@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 import pytest
+import sqlalchemy
 import yaml
 from click.testing import CliRunner
 
@@ -246,3 +247,62 @@ def _group() -> click.Group:
     for command in COMMANDS:
         cli.add_command(command)
     return cli
+
+
+SECRET_FILE = """
+[[datasources]]
+name = "db"
+url = "mysql+pymysql://cep:${DB_PASSWORD}@db/cep"
+pool_size = 5
+
+[[adapters]]
+name = "fwd"
+type = "wso2event"
+receiverURL = "tcp://${PEER:-127.0.0.1}:7611"
+username = "admin"
+password = "${FWD_PASSWORD}"
+
+[[receivers]]
+name = "${RECEIVER_NAME:-databridge}"
+type = "thrift"
+"""
+
+
+def test_references_in_connection_settings_are_stored_as_written(registry: Registry, tmp_path: Path) -> None:
+    path = tmp_path / "secrets.toml"
+    path.write_text(SECRET_FILE)
+    apply_file(registry, path, env={"DB_PASSWORD": "s3cret", "FWD_PASSWORD": "hunter2"})
+
+    with registry.engine.connect() as conn:
+        stored = "\n".join(
+            str(row)
+            for table in ("cep_datasources", "cep_adapters")
+            for row in conn.execute(sqlalchemy.text(f"SELECT * FROM {table}"))
+        )
+    assert "s3cret" not in stored and "hunter2" not in stored
+    assert "${DB_PASSWORD}" in stored and "${FWD_PASSWORD}" in stored
+    assert registry.get_receiver("databridge") is not None  # names are expanded on reading
+
+    doc = export_document(registry)
+    assert doc["datasources"] == [
+        {"name": "db", "url": "mysql+pymysql://cep:${DB_PASSWORD}@db/cep", "pool_size": 5}
+    ]
+    assert doc["adapters"][0]["receiverURL"] == "tcp://${PEER:-127.0.0.1}:7611"
+    exported = tmp_path / "exported.toml"
+    export_file(registry, exported)
+    assert outcomes(apply_file(registry, exported, env={})) == {Outcome.UNCHANGED}
+
+
+def test_a_reference_unset_at_apply_is_stored_and_a_url_is_checked_once_expanded(
+    registry: Registry, tmp_path: Path
+) -> None:
+    path = tmp_path / "url.toml"
+    path.write_text('[[datasources]]\nname = "db"\nurl = "${DB_URL}"\n')
+    assert outcomes(apply_file(registry, path, env={})) == {Outcome.CREATED}
+    with pytest.raises(
+        DeclarativeError, match=r"data source 'db': url '\$\{DB_URL\}' \(once expanded\) is not"
+    ):
+        apply_file(registry, path, env={"DB_URL": "not a url"})
+    path.write_text('[[datasources]]\nname = "db"\nurl = "sqlite:///${OPEN"\n')
+    with pytest.raises(DeclarativeError, match="is not a variable reference"):
+        apply_file(registry, path, env={})

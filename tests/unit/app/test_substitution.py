@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.registry.substitution import SubstitutionError, substitute
+from app.registry.substitution import SubstitutionError, check_references, resolvable, substitute
 
 ENV = {"DB": "mysql+pymysql://u:pw@h/db", "EMPTY": ""}
 
@@ -41,3 +41,15 @@ def test_text_without_references_is_untouched() -> None:
     assert substitute("from S[price > 5] select * insert into T; -- $ sign", ENV) == (
         "from S[price > 5] select * insert into T; -- $ sign"
     )
+
+
+def test_checking_references_needs_no_environment_and_expands_nothing() -> None:
+    check_references({"url": "mysql://u:${PASSWORD}@h/db", "n": ["$$", "${X:-y}"]})
+    with pytest.raises(SubstitutionError, match=r"config\.url: '\$\{OPEN' is not a variable reference"):
+        check_references({"url": "${OPEN"}, "config")
+
+
+def test_resolvable_is_none_when_a_variable_is_missing() -> None:
+    assert resolvable("mysql://u:${PW}@h/db", {"PW": "x"}) == "mysql://u:x@h/db"
+    assert resolvable("mysql://u:${PW}@h/db", {}) is None
+    assert resolvable("${PW:-none}", {}) == "none"

@@ -102,3 +102,15 @@ def test_adapter_name_must_be_given() -> None:
     with pytest.raises(AdapterConfigError) as info:
         build_adapter("logger", "", {})
     assert info.value.key == "name"
+
+
+def test_a_wso2event_adapter_verifies_tls_unless_told_not_to(caplog: pytest.LogCaptureFixture) -> None:
+    peer = {"receiverURL": "tcp://127.0.0.1:7611", "username": "admin", "password": "pw"}
+    default = build_adapter("wso2event", "fwd", peer).settings  # type: ignore[attr-defined]
+    assert (default.ca_file, default.insecure) == (None, False)
+    trusting = build_adapter("wso2event", "fwd", {**peer, "ca_file": "var/tls/cert.pem"}).settings  # type: ignore[attr-defined]
+    assert (trusting.ca_file, trusting.insecure) == ("var/tls/cert.pem", False)
+    with caplog.at_level("WARNING"):
+        insecure = build_adapter("wso2event", "fwd", {**peer, "verify_tls": False}).settings  # type: ignore[attr-defined]
+    assert insecure.insecure is True
+    assert "output adapter fwd does not verify the receivers' TLS certificates" in caplog.text

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import socket
 import ssl
+import threading
 from pathlib import Path
 
 import pytest
@@ -37,7 +39,52 @@ def test_missing_certificate_file_names_the_key(tmp_path: Path) -> None:
         server_context(ServerSettings(cert_file=str(tmp_path / "none.pem")))
 
 
-def test_client_context_verifies_only_with_a_ca_file(tls_dir: Path) -> None:
-    assert client_context().verify_mode == ssl.CERT_NONE
-    cert, _key = self_signed(tls_dir)
-    assert client_context(str(cert)).verify_mode == ssl.CERT_REQUIRED
+def handshake(client: ssl.SSLContext, tls_dir: Path, host: str) -> None:
+    """A TLS handshake over a socket pair with the node's server context; raises what the client raises."""
+    server, _cert = server_context(ServerSettings(data_dir=str(tls_dir.parent)))
+    near, far = socket.socketpair()
+    failure: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            with server.wrap_socket(far, server_side=True) as tls:
+                tls.recv(1)
+        except (OSError, ssl.SSLError) as exc:
+            failure.append(exc)
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    try:
+        with client.wrap_socket(near, server_hostname=host) as tls:
+            tls.sendall(b"x")
+    finally:
+        near.close()
+        thread.join(10)
+        far.close()
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1"])
+def test_the_generated_certificate_is_a_trust_anchor_for_the_local_host(tls_dir: Path, host: str) -> None:
+    context = client_context(str(tls_dir / "cert.pem"))
+    context.verify_flags |= ssl.VERIFY_X509_STRICT  # as Python 3.13 does by default
+    assert (context.verify_mode, context.check_hostname) == (ssl.CERT_REQUIRED, True)
+    handshake(context, tls_dir, host)
+
+
+def test_by_default_an_unknown_certificate_is_refused(tls_dir: Path) -> None:
+    with pytest.raises(ssl.SSLCertVerificationError, match="self-signed certificate"):
+        handshake(client_context(), tls_dir, "127.0.0.1")
+
+
+def test_the_certificate_must_be_valid_for_the_host_name(tls_dir: Path) -> None:
+    with pytest.raises(ssl.SSLCertVerificationError, match="Hostname mismatch"):
+        handshake(client_context(str(tls_dir / "cert.pem")), tls_dir, "example.org")
+
+
+def test_insecure_accepts_any_certificate(tls_dir: Path) -> None:
+    handshake(client_context(insecure=True), tls_dir, "example.org")
+
+
+def test_an_unreadable_ca_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"CA file .*none.pem: cannot load trusted certificates"):
+        client_context(str(tmp_path / "none.pem"))

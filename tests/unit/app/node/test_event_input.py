@@ -127,7 +127,7 @@ def test_wso2_sections_may_be_left_out_when_the_stream_has_none() -> None:
 
 def test_row_from_json_names_the_given_place_in_errors() -> None:
     assert row_from_json({"data": [1, "a"], "timestamp": 9}, PAYLOAD_ONLY, "line 4") == ((1, "a"), 9)
-    with pytest.raises(EventFormatError, match=r"^line 4: p:2\.0\.0 has 2 attributes, got 1 values$"):
+    with pytest.raises(EventFormatError, match=r"^line 4: p:2\.0\.0 has 2 attributes, got 1 value$"):
         row_from_json([1], PAYLOAD_ONLY, "line 4")
 
 
@@ -135,7 +135,7 @@ def test_row_from_json_names_the_given_place_in_errors() -> None:
 
 
 def test_wrong_number_of_values() -> None:
-    assert error([VALUES, ["web"]]) == "event 1: orders:1.0.0 has 6 attributes, got 1 values"
+    assert error([VALUES, ["web"]]) == "event 1: orders:1.0.0 has 6 attributes, got 1 value"
     assert error({"data": VALUES + [1]}) == "event 0: orders:1.0.0 has 6 attributes, got 7 values"
 
 

@@ -217,7 +217,7 @@ def test_an_event_the_formatter_cannot_format_is_logged_not_raised(
         hub.emit(STREAM, [Event(1, (2.5,))])
     (record,) = caplog.records
     assert record.getMessage().startswith(
-        f"formatter f dropped 1 events of {STREAM}: map formatter: event 0: "
+        f"formatter f dropped 1 event of {STREAM}: map formatter: event 0: "
     )
     hub.emit(STREAM, events(9))
     assert hub.flush(5.0)
@@ -280,3 +280,32 @@ def test_the_defaults_reach_the_built_adapter(db: Path) -> None:
         assert (buffering.retry_initial_ms, buffering.retry_max_ms) == (33, 44)
     finally:
         hub.stop()
+
+
+def test_references_in_data_source_urls_are_expanded_from_the_node_environment(tmp_path: Path) -> None:
+    hub = OutputHub(Adapters(), stop_timeout=5.0, env={"OUT_DIR": str(tmp_path)})
+    try:
+        sources = [DataSource("db", "sqlite:///${OUT_DIR}/out.db")]
+        assert hub.configure([table_adapter()], [map_formatter()], sources, attributes) == []
+        hub.emit(STREAM, events(7))
+        assert hub.flush(5.0)
+        assert rows(tmp_path / "out.db") == [7]
+    finally:
+        hub.stop()
+
+
+def test_an_unset_reference_leaves_the_adapter_out_naming_the_entry_and_variable(hub: OutputHub) -> None:
+    sources = [DataSource("db", "mysql+pymysql://cep:${CEPHEUS_TEST_UNSET}@db/cep")]
+    adapters = [table_adapter(), OutputAdapter("log", "logger", {"prefix": "${CEPHEUS_TEST_UNSET_TOO}"})]
+    problems = hub.configure(adapters, [map_formatter()], sources, attributes)
+    assert [(p.kind, p.name) for p in problems] == [
+        ("adapter", "out"),
+        ("adapter", "log"),
+        ("formatter", "f"),
+    ]
+    assert problems[0].message.startswith(
+        "data source 'db': url: environment variable CEPHEUS_TEST_UNSET is not set"
+    )
+    assert problems[1].message.startswith(
+        "output adapter 'log': config.prefix: environment variable CEPHEUS_TEST_UNSET_TOO is not set"
+    )
