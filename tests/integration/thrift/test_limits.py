@@ -39,6 +39,7 @@ def serving(
 
 
 def client(server: DataBridgeServer, **options: object) -> DataBridgeClient:
+    options.setdefault("ca_file", server.settings.data_dir + "/tls/cert.pem")
     return DataBridgeClient(
         f"tcp://127.0.0.1:{server.port}",
         f"ssl://127.0.0.1:{server.tls_port}",
@@ -138,7 +139,11 @@ def test_a_flooded_plain_port_does_not_stop_logins_and_a_full_login_port_says_so
         held = [connect_from(f"127.0.0.{i}", server.port) for i in (2, 3)]
         wait_until(lambda: server.admission.open_count("plain") == 2)
         auth = Connection(
-            "127.0.0.1", server.tls_port, service(SECURE_SERVICE), tls=client_context(None), timeout=5
+            "127.0.0.1",
+            server.tls_port,
+            service(SECURE_SERVICE),
+            tls=client_context(server.settings.data_dir + "/tls/cert.pem"),
+            timeout=5,
         )
         assert auth.call("connect", userName="admin", password="admin")
         auth.close()
