@@ -78,9 +78,10 @@ def read_items(
             last_ts = t if last_ts is None else max(last_ts, t)
             continue
         stream = obj["stream"]
-        if not isinstance(stream, str) or stream not in rt.input_streams:
-            known = ", ".join(rt.input_streams) or "none"
-            msg = f"{where}: unknown input stream {stream!r} (the plan's input streams: {known})"
+        if not isinstance(stream, str) or stream not in rt.stream_names():
+            # as in Siddhi, any stream of the plan takes events, also one a query defines
+            known = ", ".join(rt.stream_names()) or "none"
+            msg = f"{where}: unknown stream {stream!r} (the plan's streams: {known})"
             raise ReplayError(msg)
         data = obj.get("data")
         if not isinstance(data, list):

@@ -12,7 +12,7 @@ Siddhi's semantics: any comparison with a null is false; arithmetic with a null 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import Diagnostic
@@ -334,10 +334,25 @@ class ExpressionCompiler:
                     hint="aggregates belong in 'select' and 'having'",
                 )
             return self.error(f"unknown function '{call.qualified_name}'", call.span)
+        if call.star:
+            call = self.expand_star(call, scope)
         args = [self.compile(a, scope) for a in call.args]
         if any(a.failed for a in args):
             return FAILED
         return spec.compile(self, call, args, scope)  # type: ignore[no-any-return]
+
+    def expand_star(self, call: FunctionCall, scope: Scope) -> FunctionCall:
+        """`f(*)` passes every attribute of the query's input, as Siddhi's ExpressionParser
+        does; in a join or pattern a name found in two inputs is an error there too."""
+        args: list[Expr] = []
+        seen: set[str] = set()
+        for src in scope.sources:
+            for name, _ in src.attributes:
+                if name in seen:
+                    self.error(f"{call.name}(*): attribute '{name}' is in more than one input", call.span)
+                seen.add(name)
+                args.append(Variable(name, src.names[0] if src.names else None, span=call.span))
+        return replace(call, args=args, star=False)
 
     def in_table(self, e: In, scope: Scope) -> Compiled:
         lookup = self.ctx.table_lookup

@@ -9,7 +9,7 @@ from typing import Any
 
 from engine.plan.expressions import ExpressionCompiler, PlanError
 from engine.plan.scope import Scope
-from engine.query.expressions import Constant, FunctionCall, Variable
+from engine.query.expressions import Constant, FunctionCall, Span, Variable
 from engine.runtime.windows import REGISTRY, WindowSpec
 from engine.runtime.windows.base import Param, Window, WindowContext
 from engine.types import AttrType
@@ -46,8 +46,13 @@ def plan_window(call: FunctionCall, scope: Scope, comp: ExpressionCompiler) -> W
     compiled = [comp.compile(a, scope) for a in call.args]
     if comp.ctx.errors:
         raise PlanError
-    problems: list[str] = []
+    problems: list[tuple[str, Span]] = []
+    arity_problems: list[tuple[str, Span]] = []
     for signature in spec.signatures:
+        arity = _arity_problem(signature, compiled)
+        if arity is not None:
+            arity_problems.append((arity, call.span))
+            continue
         problem = _match(signature, call, compiled)
         if problem is None:
             args = _prepare(signature, call, compiled, comp)
@@ -57,7 +62,8 @@ def plan_window(call: FunctionCall, scope: Scope, comp: ExpressionCompiler) -> W
                 raise PlanError
             return WindowPlan(spec, args)
         problems.append(problem)
-    comp.error(f"{call.name} window: {problems[0]}", call.span, hint=_usage(spec))
+    message, span = (problems or arity_problems)[0]
+    comp.error(f"{call.name} window: {message}", span, hint=_usage(spec))
     raise PlanError
 
 
@@ -75,23 +81,29 @@ def _usage(spec: WindowSpec) -> str:
     return "usage: " + " or ".join(forms)
 
 
-def _match(signature: tuple[Param, ...], call: FunctionCall, compiled: list[Any]) -> str | None:
+def _arity_problem(signature: tuple[Param, ...], compiled: list[Any]) -> str | None:
     required = sum(1 for p in signature if not p.optional)
-    if not required <= len(compiled) <= len(signature):
-        if required == len(signature):
-            return f"expects {required} parameter{'s' if required != 1 else ''}, got {len(compiled)}"
-        return f"expects {required} to {len(signature)} parameters, got {len(compiled)}"
+    if required <= len(compiled) <= len(signature):
+        return None
+    if required == len(signature):
+        return f"expects {required} parameter{'s' if required != 1 else ''}, got {len(compiled)}"
+    return f"expects {required} to {len(signature)} parameters, got {len(compiled)}"
+
+
+def _match(signature: tuple[Param, ...], call: FunctionCall, compiled: list[Any]) -> tuple[str, Span] | None:
+    """What keeps the arguments from fitting the signature, and where. A parameter that is
+    neither an attribute nor dynamic must be a literal, as Siddhi's InputParameterValidator
+    requires a ConstantExpressionExecutor: `lengthBatch(1/2)` is refused, not folded."""
     for i, (param, arg) in enumerate(zip(signature, compiled, strict=False)):
         node = call.args[i]
-        is_attr = not arg.const
-        if param.attribute and not is_attr and not param.dynamic:
-            return f"parameter {i + 1} ({param.name}) must be an attribute"
-        if not param.attribute and is_attr and not param.dynamic:
-            return f"parameter {i + 1} ({param.name}) must be a constant"
+        if param.attribute and arg.const and not param.dynamic:
+            return f"parameter {i + 1} ({param.name}) must be an attribute", node.span
+        if not param.attribute and not param.dynamic and not isinstance(node, Constant):
+            found = "an expression" if arg.const else "a value read from each event"
+            return f"parameter {i + 1} ({param.name}) must be a constant, found {found}", node.span
         if arg.type not in param.types and not (arg.const and arg.value is None):
             types = " or ".join(str(t) for t in param.types)
-            return f"parameter {i + 1} ({param.name}) must be {types}, found {arg.type}"
-        del node
+            return f"parameter {i + 1} ({param.name}) must be {types}, found {arg.type}", node.span
     return None
 
 

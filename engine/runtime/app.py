@@ -137,12 +137,11 @@ class Runtime:
                 assert isinstance(self._clock, PlaybackClock)
                 if not self._started:
                     self._start(ts[0] if self._start_time is None else self._start_time)
-                self._clock.observe(ts[-1])
                 if uniform:
                     self._scheduler.floor = ts[0]
                 else:
                     self._scheduler.floor_of(ts)
-                self._scheduler.fire_until(self._clock.now())
+                self._pass_time(ts[0], ts[-1])
             else:
                 self._scheduler.fire_until(self._clock.now())
             data = (
@@ -162,12 +161,27 @@ class Runtime:
                 assert isinstance(self._clock, PlaybackClock)
                 if not self._started:
                     self._start(t if self._start_time is None else self._start_time)
-                self._clock.observe(t)
-                self._scheduler.floor = self._clock.now()
-                self._scheduler.fire_until(self._clock.now())
+                self._scheduler.floor = max(t, self._clock.now())
+                self._pass_time(t, t)
             else:
                 self._scheduler.floor = self._clock.now()
                 self._scheduler.fire_until(self._clock.now())
+
+    def _pass_time(self, first: int, last: int) -> None:
+        """Playback: move the clock to `last`. A timer due by `first` (the chunk's first
+        event) fires with the clock at its due time, as a Siddhi timer fires at that moment
+        of real time before the event arrives: a time window expires each event when its
+        second is up, not all of them at once. Timers due later fire at `last`, reading the
+        scheduler's floor."""
+        clock, scheduler = self._clock, self._scheduler
+        assert isinstance(clock, PlaybackClock)
+        due = scheduler.next_due()
+        while due is not None and due <= first:
+            clock.observe(due)
+            scheduler.fire_until(clock.now())
+            due = scheduler.next_due()
+        clock.observe(last)
+        scheduler.fire_until(clock.now())
 
     def tick(self) -> int | None:
         """Wall clock: fire due timers now; returns the next due time (ms) or None."""

@@ -52,6 +52,7 @@ class Table:
         self.width = width
         self.primary_key = primary_key
         self.indexes = indexes
+        self._keyed = sorted({*primary_key, *indexes})  # Siddhi's indexed columns, by position
         self.key_order = key_order
         self.float_columns = float_columns
         self._capacity = 16  # of Siddhi's HashMap: doubles past 3/4 full, never shrinks
@@ -195,8 +196,53 @@ class Table:
 
     def update(self, events: Iterable[Row], lookup: Any, pred: Any, make: Callable[[Row, Row], Row]) -> None:
         for event in events:
-            for rid in self.matching_ids(event, lookup, pred):
-                self._replace(rid, make(self._rows[rid], event))
+            ids = self.matching_ids(event, lookup, pred)
+            if ids:
+                self._update_rows(ids, event, make)
+
+    def _update_rows(self, ids: list[int], event: Row, make: Callable[[Row, Row], Row]) -> None:
+        """Update the rows one event matched, as Siddhi's IndexOperator does: when a key or
+        indexed column changes, the event's update is all or nothing (a new primary key that
+        another row, or another updated row, holds fails it) and the rows are re-added."""
+        rows = self._rows
+        new_rows = [make(rows[rid], event) for rid in ids]
+        keyed = self._keyed
+        if not keyed:
+            for rid, new in zip(ids, new_rows, strict=True):
+                rows[rid] = new
+            return
+        single_pk = self.primary_key[0] if len(self.primary_key) == 1 else None
+        re_add = False
+        for col in keyed:
+            keys = set(self._pk) if col == single_pk else None
+            for rid, new in zip(ids, new_rows, strict=True):
+                old_value, new_value = rows[rid][col], new[col]
+                if old_value is None or new_value is None or old_value == new_value:
+                    continue
+                re_add = True
+                if not keys:
+                    break
+                keys.discard(old_value)
+                if new_value in keys:
+                    self.violations += 1
+                    log.error(
+                        "table %s: update would duplicate primary key %r; no row updated for event %r",
+                        self.name,
+                        new_value,
+                        event,
+                    )
+                    return
+                keys.add(new_value)
+            if re_add:
+                break
+        if re_add:
+            for rid in ids:
+                self._remove(rid)
+            for new in new_rows:
+                self._add(new)
+        else:
+            for rid, new in zip(ids, new_rows, strict=True):
+                self._replace(rid, new)
 
     def update_or_insert(
         self,
@@ -209,8 +255,7 @@ class Table:
         for event in events:
             ids = self.matching_ids(event, lookup, pred)
             if ids:
-                for rid in ids:
-                    self._replace(rid, make(self._rows[rid], event))
+                self._update_rows(ids, event, make)
             else:
                 self._add(new_row(event))
 

@@ -90,13 +90,14 @@ def _drop(chunk: Chunk) -> None:
 @dataclass(frozen=True)
 class Param:
     """One window parameter: allowed types; `attribute` means it must name an attribute
-    (read per event) rather than be a constant; `time` accepts int/long time values."""
+    (read per event) rather than be a constant; `dynamic` takes either. Any other parameter
+    must be a literal (Siddhi's non-dynamic parameters): `1/2` is refused, not folded."""
 
     name: str
     types: tuple[AttrType, ...]
     attribute: bool = False
     optional: bool = False
-    dynamic: bool = False  # may be an attribute or a constant
+    dynamic: bool = False  # may be an attribute, an expression or a constant
 
 
 WindowFactory = Callable[[WindowContext, list[Any]], Window]

@@ -54,11 +54,26 @@ def test_run_writes_results_as_json_lines(files: Path) -> None:
     ]
 
 
+def test_run_sends_into_a_stream_only_a_query_defines(tmp_path: Path) -> None:
+    # as Siddhi's getInputHandler("Mid") does: Mid exists only through `insert into Mid`
+    plan = tmp_path / "plan.siddhi"
+    plan.write_text(
+        "define stream S (sym string, price double);\n"
+        "from S select sym, price insert into Mid;\n"
+        "from Mid[price > 10] select sym insert into Out;\n"
+    )
+    (tmp_path / "in.jsonl").write_text('{"stream": "Mid", "timestamp": 1000, "data": ["c", 50.0]}\n')
+    code, out, err = invoke("run", str(plan), "--input", str(tmp_path / "in.jsonl"))
+    assert code == 0, err
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [(r["stream"], r["data"]) for r in records] == [("Mid", ["c", 50.0]), ("Out", ["c"])]
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [
         ("not json", "in.jsonl:2: not valid JSON"),
-        ('{"stream": "Nope", "data": []}', "in.jsonl:2: unknown input stream 'Nope'"),
+        ('{"stream": "Nope", "data": []}', "in.jsonl:2: unknown stream 'Nope'"),
         (
             '{"stream": "S", "data": ["a"]}',
             "in.jsonl:2: stream 'S' has 2 attributes, got 1 value",

@@ -42,3 +42,9 @@ def test_trigger_and_named_window_state_restore() -> None:
     )
     plan = "define stream S (v int); define window W (v int) time(1 sec); from S insert into W; from W select v insert all events into Out;"
     assert_restore_equivalent(plan, events("S", [(1,), (2,)], step=600) + [{"time": 4000}])
+
+
+def test_a_stream_a_query_defines_takes_events_through_send() -> None:
+    plan = "define stream S (v int); from S select v insert into Mid; from Mid[v > 1] select v * 10 as w insert into Out;"
+    c = run(plan, [{"stream": "Mid", "timestamp": 1000, "data": [5]}])
+    assert c.rows("Out") == [(50,)]

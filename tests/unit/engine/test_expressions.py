@@ -118,6 +118,29 @@ def test_uuid_current_time_and_event_timestamp() -> None:
     assert ts == 3000
 
 
+def test_star_argument_passes_every_input_attribute() -> None:
+    # Siddhi MaximumFunctionExtensionTestCase.testMaxFunctionExtension6: `maximum(*)` is the
+    # maximum of the row's attributes (Siddhi's parser gives `f(*)` every input attribute)
+    plan = (
+        "define stream inputStream (price1 double, price2 double, price3 double);"
+        "from inputStream select maximum(*) as max, minimum(*) as min insert into outputStream;"
+    )
+    rows = [(36.0, 36.75, 35.75), (37.88, 38.12, 37.62), (38.12, 40.0, 37.75)]
+    c = run(plan, [{"stream": "inputStream", "timestamp": 1000, "data": list(r)} for r in rows])
+    assert c.rows("outputStream") == [(36.75, 35.75), (38.12, 37.62), (40.0, 37.75)]
+
+
+def test_star_argument_in_a_join_rejects_a_name_of_both_sides() -> None:
+    plan = (
+        "define stream A (v double); define stream B (v double);\n"
+        "from A#window.length(1) join B#window.length(1) select maximum(*) as m insert into O;"
+    )
+    with pytest.raises(engine.QueryError) as info:
+        engine.compile(plan)
+    assert "attribute 'v' is in more than one input" in str(info.value)
+    assert info.value.line == 2
+
+
 @pytest.mark.parametrize(
     ("query", "words"),
     [

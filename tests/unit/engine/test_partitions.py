@@ -30,6 +30,30 @@ def test_range_partition_sends_an_event_to_each_matching_range() -> None:
     assert c.rows("Out") == [(1,), (1,), (2,)]  # 5 → positive; 50 → big, then positive; -1 → none
 
 
+def test_time_window_per_key_expires_each_event_when_its_second_is_up() -> None:
+    # Siddhi WindowPartitionTestCase.testWindowPartitionQuery3: the IBM events of 1000 and
+    # 1200 expire at 2000 and 2200, each with its own output, though the next event comes at 4200
+    plan = (
+        "define stream cseEventStream (symbol string, price float, volume int);"
+        "partition with (symbol of cseEventStream) begin "
+        "from cseEventStream#window.time(1 sec) "
+        "select symbol, default(sum(price), 0.0) as price, volume "
+        "insert all events into OutStockStream; end;"
+    )
+    rows = [("IBM", 70.0, 100), ("WSO2", 700.0, 100), ("IBM", 100.0, 200)]
+    later = [("IBM", 200.0, 300), ("WSO2", 1000.0, 100)]
+    c = run(plan, events("cseEventStream", rows, step=100) + events("cseEventStream", later, 4200, 100))
+    ibm = [(t, k, r[1]) for s, t, k, r in c.records if r[0] == "IBM"]
+    assert ibm == [
+        (1000, "current", 70.0),
+        (1200, "current", 170.0),
+        (2000, "expired", 100.0),
+        (2200, "expired", 0.0),
+        (4200, "current", 200.0),
+    ]
+    assert [r[1] for r in c.rows("OutStockStream") if r[0] == "WSO2"] == [700.0, 0.0, 1000.0]
+
+
 def test_inner_streams_stay_within_the_key() -> None:
     plan = (
         "define stream S (k string, v int); partition with (k of S) begin "

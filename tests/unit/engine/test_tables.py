@@ -54,6 +54,38 @@ def test_duplicate_primary_key_keeps_the_first_row() -> None:
     assert table_rows(plan, [ev("Add", 1000, "a", 1.0, 1), ev("Add", 1001, "a", 9.0, 9)]) == [("a", 1.0, 1)]
 
 
+PK_VOLUME = (
+    "define stream StockStream (symbol string, price float, volume long);"
+    "define stream UpdateStockStream (symbol string, price float, volume long);"
+    "@PrimaryKey('volume') define table StockTable (symbol string, price float, volume long);"
+    "define stream Dump (x int);"
+    "from StockStream insert into StockTable;"
+    "from UpdateStockStream select {select} {output} on StockTable.volume {op} volume;"
+    "from Dump join StockTable select StockTable.symbol, StockTable.price, StockTable.volume insert into Rows;"
+)
+PK_ROWS = [ev("StockStream", 1000, "WSO2", 55.6, 200), ev("StockStream", 1001, "IBM", 55.6, 100)]
+
+
+@pytest.mark.parametrize(
+    ("select", "output"),
+    [("price, volume", "update StockTable"), ("*", "update or insert into StockTable")],
+)
+def test_update_giving_two_rows_one_primary_key_changes_no_row(select: str, output: str) -> None:
+    # Siddhi PrimaryKeyTableTestCase.primaryKeyTableTest11: `on StockTable.volume <= volume`
+    # matches both rows; setting both volumes to 200 would duplicate the key, so neither changes
+    plan = PK_VOLUME.format(select=select, output=output, op="<=")
+    items = [*PK_ROWS, ev("UpdateStockStream", 1002, "FOO", 77.6, 200), ev("Dump", 1003, 0)]
+    rows = [(s, round(p, 1), v) for s, p, v in run(plan, items).rows("Rows")]
+    assert rows == [("IBM", 55.6, 100), ("WSO2", 55.6, 200)]
+
+
+def test_update_of_the_primary_key_by_a_range_moves_the_row() -> None:
+    plan = PK_VOLUME.format(select="price, volume", output="update StockTable", op="<")
+    items = [*PK_ROWS, ev("UpdateStockStream", 1002, "FOO", 77.6, 150), ev("Dump", 1003, 0)]
+    rows = [(s, round(p, 1), v) for s, p, v in run(plan, items).rows("Rows")]
+    assert rows == [("IBM", 77.6, 150), ("WSO2", 55.6, 200)]
+
+
 def test_update_or_insert_inserts_then_updates() -> None:
     plan = (
         DEFS

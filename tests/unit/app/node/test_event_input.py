@@ -180,6 +180,8 @@ def test_wso2_section_must_be_an_object() -> None:
     [
         (3, "qty", "two", "expected int, got string 'two'"),
         (5, "paid", 1, "expected bool, got int 1"),
+        # Siddhi's InputHandler takes "true" for a bool attribute unchecked; Cepheus refuses it
+        (5, "paid", "true", "expected bool, got string 'true'"),
         (0, "meta_src", 5, "expected string, got int 5"),
         (1, "correlation_cid", True, "expected long, got bool True"),
         (4, "price", "9.5", "expected double, got string '9.5'"),
