@@ -19,6 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
+from app.private_files import private_dir, private_file
 from app.registry import migrate
 from app.registry.crud import Crud
 from app.registry.operations import Store
@@ -47,7 +48,9 @@ def create_engine(url: str) -> sa.Engine:
         )
     else:
         if not database.startswith("file:"):
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
+            # the registry holds password hashes: a new file is private before SQLite writes to it
+            private_dir(Path(database).parent)
+            private_file(database)
         engine = sa.create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_SECONDS})
 
     @sa.event.listens_for(engine, "connect")

@@ -11,6 +11,7 @@ import shutil
 import signal
 import socket
 import sqlite3
+import stat
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -184,7 +185,11 @@ def test_installed_node_migrates_serves_and_stores_published_events(
     output = log.read_text(errors="replace")
     assert server.returncode == 0, output
     assert "Traceback" not in output
-    with sqlite3.connect(here / "var" / "out.db") as conn:
+    var = here / "var"
+    assert stat.S_IMODE(var.stat().st_mode) == 0o700
+    for private in ("cepheus.db", "out.db", "tls/key.pem"):
+        assert stat.S_IMODE((var / private).stat().st_mode) == 0o600, private
+    with sqlite3.connect(var / "out.db") as conn:
         assert sorted(conn.execute("SELECT room, celsius FROM alerts").fetchall()) == [
             ("attic", 45.5),
             ("kitchen", 31.0),
