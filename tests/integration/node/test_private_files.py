@@ -40,7 +40,8 @@ def test_files_the_node_creates_are_private(tmp_path: Path) -> None:
         )
         with urllib.request.urlopen(request, timeout=10) as reply:
             assert reply.status == 200
-        wait_for(lambda: rows(output), 20, "the event in the RDBMS adapter's new SQLite database")
+        # reading before the adapter made the file would create it here, with this process's umask
+        wait_for(lambda: output.exists() and rows(output), 20, "the event in the adapter's new SQLite file")
     finally:
         assert node.stop() == 0, node.log()
     data = tmp_path / "var"
