@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=.venv/bin
-mkdir -p var
+(umask 077 && mkdir -p var)  # the registry, the admin password and the TLS key live here
 if [[ -z "${CEPHEUS_ADMIN_PASSWORD:-}" ]]; then
     if [[ ! -s var/admin-password ]]; then
         (umask 077 && "$BIN/python" -c 'import secrets; print(secrets.token_urlsafe(12))' > var/admin-password)

@@ -89,7 +89,7 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
     cert, key = directory / CERT_NAME, directory / KEY_NAME
     if cert.is_file() and key.is_file():
         return cert, key
-    directory.mkdir(parents=True, exist_ok=True)
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     private_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     host = socket.gethostname()
     name = x509.Name(
@@ -128,7 +128,7 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
     _write(key, key_pem, 0o600)
-    _write(cert, certificate.public_bytes(serialization.Encoding.PEM), 0o644)
+    _write(cert, certificate.public_bytes(serialization.Encoding.PEM), 0o600)
     log.info("generated self-signed certificate %s; give it to clients as their CA file", cert)
     return cert, key
 

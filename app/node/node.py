@@ -30,6 +30,7 @@ from app.node.outputs import OutputHub
 from app.node.plans import PlanManager
 from app.node.receiver import RegistryHandler
 from app.node.web import WebServer, create_web_app
+from app.private_files import private_dir
 from app.registry import Change, Receiver, Registry
 
 log = logging.getLogger("cepheus.node")
@@ -87,7 +88,7 @@ class Node:
 
     def _start(self) -> None:
         cfg = self.config
-        os.makedirs(cfg.data_dir, exist_ok=True)
+        private_dir(cfg.data_dir)
         log.info("node %s starting (data in %s)", cfg.node_id, os.path.abspath(cfg.data_dir))
         before, after = self.registry.migrate()
         self.registry.check_schema()

@@ -5,7 +5,8 @@ start at once: they serialise on a database lock (MySQL/MariaDB `GET_LOCK`, Post
 `pg_advisory_lock`, SQLite the write lock of a `BEGIN IMMEDIATE` transaction that spans the
 whole migration), and whoever comes second finds nothing left to do. `check(conn)` refuses a
 schema that is missing, older, or newer than this code. The Alembic scripts live in
-`migrations/` next to the `app` package. Imports the registry's tables and errors.
+`migrations/` inside this package (package data of the wheel, found next to this module).
+Imports the registry's tables and errors.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from app.registry.schema import VERSION_TABLE
 
 log = logging.getLogger(__name__)
 
-MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
+MIGRATIONS = Path(__file__).resolve().with_name("migrations")
 LOCK_NAME = "cepheus.registry.migrate"
 LOCK_TIMEOUT_SECONDS = 300
 WRITE = {"cepheus_write": True}  # execution option: SQLite begins with BEGIN IMMEDIATE

@@ -8,6 +8,9 @@ migrations and values.
 from __future__ import annotations
 
 import logging
+import random
+import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,6 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
+from app.private_files import private_dir, private_file
 from app.registry import migrate
 from app.registry.crud import Crud
 from app.registry.operations import Store
@@ -23,6 +27,8 @@ from app.registry.store import Change
 from app.registry.users import verify_password
 
 log = logging.getLogger(__name__)
+
+SQLITE_BUSY_SECONDS = 60  # how long an SQLite connection waits for another one's lock
 
 
 def create_engine(url: str) -> sa.Engine:
@@ -42,8 +48,10 @@ def create_engine(url: str) -> sa.Engine:
         )
     else:
         if not database.startswith("file:"):
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
-        engine = sa.create_engine(parsed, connect_args={"timeout": 60})
+            # the registry holds password hashes: a new file is private before SQLite writes to it
+            private_dir(Path(database).parent)
+            private_file(database)
+        engine = sa.create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_SECONDS})
 
     @sa.event.listens_for(engine, "connect")
     def _connect(dbapi_connection: Any, _record: Any) -> None:
@@ -51,10 +59,10 @@ def create_engine(url: str) -> sa.Engine:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA foreign_keys = ON")
-        cursor.execute("PRAGMA busy_timeout = 60000")
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_SECONDS * 1000}")
         if not in_memory:
             # readers (nodes polling for changes) and one writer do not block each other
-            cursor.execute("PRAGMA journal_mode = WAL")
+            _use_wal(cursor)
         cursor.close()
 
     @sa.event.listens_for(engine, "begin")
@@ -64,6 +72,26 @@ def create_engine(url: str) -> sa.Engine:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
+
+
+def _use_wal(cursor: sqlite3.Cursor) -> None:
+    """Switch the database file to WAL, waiting while other connections do the same.
+
+    The switch needs the file to itself. When nodes open a new database at once, SQLite answers
+    all but one with "database is locked" at once, without its busy handler (waiting could
+    deadlock): retry until the busy timeout has passed. Once in WAL mode the pragma is a no-op.
+    """
+    deadline = time.monotonic() + SQLITE_BUSY_SECONDS
+    pause = 0.005
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+        time.sleep(pause * (0.5 + random.random()))
+        pause = min(pause * 2, 0.2)
 
 
 class Registry(Crud):

@@ -1,6 +1,6 @@
 """The registry's tables (SQLAlchemy Core) and the column types they share.
 
-The Alembic versions in `migrations/versions/` create exactly these tables; a test compares
+The Alembic versions in `migrations/versions/` of this package create exactly these tables; a test compares
 them. Table names start with `cep_` so the registry can share a database with the tables
 output adapters write. Names compare case-sensitively on every database (binary collation on
 MySQL/MariaDB, whose default collation ignores case). Imports nothing of ours.

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import ssl
+import stat
 import threading
 from pathlib import Path
 
@@ -20,6 +22,17 @@ def test_self_signed_certificate_is_generated_once_and_reused(tls_dir: Path) -> 
     assert self_signed(tls_dir) == (cert, key)
     assert cert.read_bytes() == first
     assert key.stat().st_mode & 0o077 == 0
+
+
+def test_generated_certificate_and_key_are_private(tmp_path: Path) -> None:
+    previous = os.umask(0o022)
+    try:
+        cert, key = self_signed(tmp_path / "tls")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "tls").stat().st_mode) == 0o700
+    assert stat.S_IMODE(cert.stat().st_mode) == 0o600
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
 
 
 def test_server_context_uses_the_generated_certificate(tls_dir: Path) -> None:
