@@ -80,9 +80,15 @@ class Lookup:
 
 
 def _conjuncts(e: Expr) -> list[Expr]:
-    if isinstance(e, BinaryOp) and e.op == "and":
-        return _conjuncts(e.left) + _conjuncts(e.right)
-    return [e]
+    found: list[Expr] = []
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, BinaryOp) and node.op == "and":
+            stack.extend((node.right, node.left))
+        else:
+            found.append(node)
+    return found
 
 
 def _table_column(e: Expr, table: str, info: StreamInfo) -> int | None:
