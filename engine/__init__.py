@@ -11,11 +11,13 @@ rt.shutdown()
 ```
 
 The engine imports nothing of Cepheus' other packages, does no I/O and reads time only
-through its clock object.
+through its clock object. The one place that reads the system's wall clock is
+`system_time_ms` below, used when a caller asks for `clock="wall"` without a `wall_time`.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from engine.errors import (
@@ -85,5 +87,13 @@ def compile(  # noqa: A001 - the documented API name
         msg = f"clock must be 'playback' or 'wall', not {clock!r}"
         raise ValueError(msg)
     from engine.plan.planner import build_runtime
+    from engine.runtime.clock import PlaybackClock, WallClock
 
-    return build_runtime(parse(plan_text), plan_text, clock, start_time, wall_time)
+    chosen = WallClock(wall_time or system_time_ms) if clock == "wall" else PlaybackClock()
+    return build_runtime(parse(plan_text), plan_text, chosen, start_time)
+
+
+def system_time_ms() -> int:
+    """The system's wall clock in ms: the time source of `compile(..., clock="wall")` when the
+    caller gives no `wall_time`, and the only place the engine reads the wall clock."""
+    return time.time_ns() // 1_000_000

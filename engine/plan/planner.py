@@ -181,19 +181,12 @@ class Planner:
 
     # ---- runtime -----------------------------------------------------------------------
 
-    def build(self, clock: str, start_time: int | None, wall_time: Callable[[], int] | None) -> Runtime:
+    def build(self, clk: PlaybackClock | WallClock, start_time: int | None) -> Runtime:
         self.define()
         self.plan_elements()
         if self.ctx.errors:
             raise QueryValidationError(self.ctx.errors.items, self.source)
         scheduler = Scheduler()
-        clk: PlaybackClock | WallClock
-        if clock == "wall":
-            import time
-
-            clk = WallClock(wall_time or (lambda: time.time_ns() // 1_000_000))
-        else:
-            clk = PlaybackClock()
         self.ctx.clock_now[0] = clk.now
         starters: list[Callable[[], None]] = []
         runtime_holder: list[Runtime] = []
@@ -278,13 +271,10 @@ def _attach(junctions: dict[str, Junction], ctx: PlanContext, inp: Any) -> None:
 
 
 def build_runtime(
-    app: App,
-    source: str,
-    clock: str = "playback",
-    start_time: int | None = None,
-    wall_time: Callable[[], int] | None = None,
+    app: App, source: str, clock: PlaybackClock | WallClock, start_time: int | None = None
 ) -> Runtime:
-    return Planner(app, source).build(clock, start_time, wall_time)
+    """The runtime of a checked app, reading time only through `clock`, which the caller builds."""
+    return Planner(app, source).build(clock, start_time)
 
 
 def validate(app: App, source: str) -> None:
