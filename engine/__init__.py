@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from engine.compiler.parser import parse as _parse
 from engine.errors import (
     CEPError,
     Diagnostic,
@@ -30,8 +31,11 @@ from engine.errors import (
     StateError,
 )
 from engine.events import Chunk, Event
+from engine.plan.planner import build_runtime
+from engine.plan.planner import validate as _validate
 from engine.query.queries import App
 from engine.runtime.app import Runtime
+from engine.runtime.clock import PlaybackClock, WallClock
 from engine.types import AttrType
 
 __all__ = [
@@ -55,15 +59,11 @@ __all__ = [
 
 def parse(plan_text: str) -> App:
     """The syntax tree of a plan (every node with its span); raises QuerySyntaxError."""
-    from engine.compiler.parser import parse as _parse
-
     return _parse(plan_text)
 
 
 def validate(plan_text: str) -> App:
     """Parse and check a plan without running it; raises QueryError with every problem."""
-    from engine.plan.planner import validate as _validate
-
     app = parse(plan_text)
     _validate(app, plan_text)
     return app
@@ -86,9 +86,6 @@ def compile(  # noqa: A001 - the documented API name
     if clock not in ("playback", "wall"):
         msg = f"clock must be 'playback' or 'wall', not {clock!r}"
         raise ValueError(msg)
-    from engine.plan.planner import build_runtime
-    from engine.runtime.clock import PlaybackClock, WallClock
-
     chosen = WallClock(wall_time or system_time_ms) if clock == "wall" else PlaybackClock()
     return build_runtime(parse(plan_text), plan_text, chosen, start_time)
 

@@ -11,12 +11,14 @@ Siddhi's semantics: any comparison with a null is false; arithmetic with a null 
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import Diagnostic
+from engine.plan.aggregates import AGGREGATE_NAMES
 from engine.query.expressions import (
     BinaryOp,
     Constant,
@@ -423,8 +425,6 @@ class ExpressionCompiler:
         registry = self.ctx.function_registry
         spec = registry.lookup(call) if registry is not None else None
         if spec is None:
-            from engine.plan.functions import AGGREGATE_NAMES
-
             if call.namespace is None and call.name in AGGREGATE_NAMES:
                 return self.error(
                     f"aggregate function {call.name}() is not allowed here",
@@ -490,8 +490,6 @@ def _comparison_problem(op: str, lt: AttrType, rt: AttrType) -> str | None:
 
 
 def _suggest(name: str, candidates: list[str]) -> str | None:
-    import difflib
-
     close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else None
 

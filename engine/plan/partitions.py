@@ -4,13 +4,13 @@ the inner queries (planned once), and a factory that builds them per key."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.compiler.stream import TIME_UNITS_MS
 from engine.events import Chunk
-from engine.plan.context import Env, StreamInfo
+from engine.plan.context import Env, PlanContext, StreamInfo
 from engine.plan.expressions import PlanError
-from engine.plan.query import QueryTemplate
+from engine.plan.query import PlanQuery, QueryTemplate
 from engine.plan.scope import Scope, Source
 from engine.query.definitions import find_annotation
 from engine.query.queries import Partition, RangePartition
@@ -18,9 +18,6 @@ from engine.runtime.junction import Junction
 from engine.runtime.keyed_followed_by import KeyedFollowedBy
 from engine.runtime.partition import PartitionInstance, PartitionRuntime, owner_prefix
 from engine.types import AttrType
-
-if TYPE_CHECKING:
-    from engine.plan.planner import Planner
 
 FUSE = True  # tests switch this off to compare the fused operator with per-key instances
 
@@ -180,10 +177,9 @@ def _time(text: str | None, what: str) -> int:
     return total
 
 
-def plan_partition(planner: Planner, partition: Partition) -> PartitionPlan:
-    ctx = planner.ctx
+def plan_partition(ctx: PlanContext, partition: Partition, name: str, plan_query: PlanQuery) -> PartitionPlan:
+    """`plan_query` plans each inner query (the planner's own, handed down)."""
     comp = ctx.compiler()
-    name = f"partition{len(planner.partitions) + 1}"
     key_sources: dict[str, str] = {}
     value_keys: list[str] = []
     for pt in partition.partition_with:
@@ -221,7 +217,7 @@ def plan_partition(planner: Planner, partition: Partition) -> PartitionPlan:
     failed = False
     for q in partition.queries:
         try:
-            templates.append(planner.plan_query(q, inner, partition=partition))
+            templates.append(plan_query(q, inner))
         except PlanError:
             failed = True
     if failed:

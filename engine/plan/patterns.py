@@ -7,6 +7,7 @@ candidate event as `r` and the partial match as `p`; the selector sees the parti
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -229,8 +230,6 @@ def _filter_source(cond: Compiled) -> str:
 
 def _fast_access(code: str) -> str:
     """Inline `_pev(p[k], -1)` / `_pev(r[k], 0)` as plain indexing for the fast path."""
-    import re
-
     return re.sub(r"_pev\(((?:p|r)\[\d+\]), (-1|0)\)", r"\1[\2][1]", code)
 
 
@@ -413,8 +412,6 @@ def _followed_by_shape(si: StateInput, leaves: list[Leaf]) -> bool:
 
 def _inline_projection(fast: list[str]) -> str | None:
     """A plain projection over matched (t1, r1, t, r2) tuples, or None if it reads more."""
-    import re
-
     parts = []
     for code in fast:
         code = code.replace("r[0][0][1]", "r1").replace("r[1][0][1]", "r2").replace("r[-1]", "t")

@@ -12,10 +12,11 @@ from typing import Any
 
 from engine.events import Chunk
 from engine.plan.context import Env, PlanContext, StreamInfo
-from engine.plan.expressions import Compiled, ExpressionCompiler, PlanError
+from engine.plan.expressions import Compiled, ExpressionCompiler, PlanError, suggest
 from engine.plan.ratelimits import LimiterPlan, plan_rate_limiter
 from engine.plan.scope import Scope, Source
 from engine.plan.selector import SelectorPlan, compile_selector
+from engine.plan.tables import insert_into_table, plan_table_output
 from engine.plan.windows import WindowPlan, plan_window
 from engine.query.queries import (
     DeleteFrom,
@@ -67,6 +68,11 @@ class QueryTemplate:
     extras: dict[str, Any] = field(default_factory=dict)  # what fused operators may reuse
 
 
+# Plans one query, in a partition (`inner`: its inner streams) or not: the planner's own,
+# handed to the partition and anonymous-query planners.
+PlanQuery = Callable[[Query, dict[str, StreamInfo] | None], QueryTemplate]
+
+
 def query_name(ctx: PlanContext, query: Query) -> str:
     ctx.query_count += 1
     return query.name or f"query{ctx.query_count}"
@@ -100,8 +106,6 @@ def resolve_input(
                 hint="join the table with a stream, or use 'in' in a filter",
             )
         else:
-            from engine.plan.expressions import suggest
-
             comp_errors.add(
                 f"stream '{si.stream}' is not defined",
                 si.stream_span,
@@ -505,8 +509,6 @@ def plan_output(
     if isinstance(out, InsertInto):
         target = out.target
         if not out.inner and target in ctx.table_infos:
-            from engine.plan.tables import insert_into_table
-
             return insert_into_table(ctx, target, out)
         if not out.inner and target in ctx.window_infos:
             named = ctx.windows[target]
@@ -524,8 +526,6 @@ def plan_output(
 
         return to_return
     if isinstance(out, (DeleteFrom, UpdateTable, UpdateOrInsert)):
-        from engine.plan.tables import plan_table_output
-
         return plan_table_output(ctx, query, sel, comp)
     comp.error("unsupported query output", out.span)
     raise PlanError

@@ -149,6 +149,17 @@ def _type_mismatch(column: AttrType, value: AttrType) -> bool:
 # ---- `cond in Table` ---------------------------------------------------------------------
 
 
+def table_in_condition(ctx: PlanContext, name: str) -> TableInCondition | None:
+    """What `cond in name` searches: a table or a named window of the plan, if any."""
+    table = ctx.tables.get(name)
+    if table is not None:
+        return TableInCondition(ctx.table_infos[name], table)
+    window = ctx.windows.get(name)
+    if window is not None:
+        return TableInCondition(ctx.window_infos[name], window)
+    return None
+
+
 class TableInCondition:
     def __init__(self, info: StreamInfo, store: Any) -> None:
         self.info = info

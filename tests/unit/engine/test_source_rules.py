@@ -57,6 +57,23 @@ def test_plan_and_runtime_never_read_the_wall_clock() -> None:
     assert reads == []
 
 
+def _imports_inside_functions(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            for inner in ast.walk(node):
+                if isinstance(inner, (ast.Import, ast.ImportFrom)):
+                    found.append(
+                        f"{path.relative_to(ENGINE)}:{inner.lineno}: import in {getattr(node, 'name', 'lambda')}()"
+                    )
+    return found
+
+
+def test_every_engine_import_sits_at_module_level() -> None:
+    """A function-local import hides an import cycle or a slow import; neither is allowed."""
+    assert [found for path in sorted(ENGINE.rglob("*.py")) for found in _imports_inside_functions(path)] == []
+
+
 def test_wall_clock_mode_reads_the_time_source_it_is_given() -> None:
     now = [5_000]
     rt = engine.compile(
