@@ -75,6 +75,7 @@ def compile(  # noqa: A001 - the documented API name
     *,
     start_time: int | None = None,
     wall_time: Callable[[], int] | None = None,
+    fuse_partitions: bool = True,
 ) -> Runtime:
     """Compile a plan into a runtime.
 
@@ -82,12 +83,15 @@ def compile(  # noqa: A001 - the documented API name
     plan starts at `start_time`, or at the first timestamp it sees.
     `clock="wall"`: time is the wall clock (`wall_time()` in ms if given); call
     `Runtime.tick()` periodically to fire timers.
+    `fuse_partitions=False` runs every partition as one query instance per key, even where
+    one keyed operator gives the same results faster (a partition of one
+    `every e1=S -> e2=S` query); a snapshot restores only into the same choice.
     """
     if clock not in ("playback", "wall"):
         msg = f"clock must be 'playback' or 'wall', not {clock!r}"
         raise ValueError(msg)
     chosen = WallClock(wall_time or system_time_ms) if clock == "wall" else PlaybackClock()
-    return build_runtime(parse(plan_text), plan_text, chosen, start_time)
+    return build_runtime(parse(plan_text), plan_text, chosen, start_time, fuse_partitions)
 
 
 def system_time_ms() -> int:

@@ -15,6 +15,7 @@ from typing import Any
 from engine.events import Chunk
 from engine.plan.context import Env, PlanContext, StreamInfo
 from engine.plan.expressions import Compiled, ExpressionCompiler, PlanError
+from engine.plan.fusion import FollowedByFusion
 from engine.plan.query import (
     Built,
     QueryInput,
@@ -377,19 +378,19 @@ def plan_state_query(
     plain = plain_selection(query, sel) and current_on and not expired_on
     if fast and limiter is None and plain and isinstance(out, InsertInto) and not out.inner:
         e1, e2 = leaves
-        template.extras["followed_by"] = {
-            "streams": (e1.stream, e2.stream),
-            "inner": e1.inner or e2.inner,
-            "f1": filters[e1.sid],
-            "f2": filters[e2.sid],
-            "within": si.within_ms,
-            "fill": "p[1]" in (e2.filter_src or ""),
-            "selector": sel,
-            "output": output,
-            "f1_fast": _inline_rows(e1.filter_fast),
-            "f2_fast": _inline_rows(e2.filter_fast),
-            "project_fast": _inline_projection(sel.projection_fast),
-        }
+        template.followed_by = FollowedByFusion(
+            streams=(e1.stream, e2.stream),
+            inner=e1.inner or e2.inner,
+            fill="p[1]" in (e2.filter_src or ""),
+            f1=filters[e1.sid],
+            f2=filters[e2.sid],
+            f1_fast=_inline_rows(e1.filter_fast),
+            f2_fast=_inline_rows(e2.filter_fast),
+            within=si.within_ms,
+            selector=sel,
+            output=output,
+            project_fast=_inline_projection(sel.projection_fast),
+        )
     return template
 
 

@@ -47,9 +47,10 @@ from engine.types import AttrType
 
 
 class Planner:
-    def __init__(self, app: App, source: str) -> None:
+    def __init__(self, app: App, source: str, fuse_partitions: bool = True) -> None:
         self.app = app
         self.source = source
+        self.fuse_partitions = fuse_partitions
         self.ctx = PlanContext(legacy=app.legacy)
         self.ctx.table_lookup = partial(table_in_condition, self.ctx)
         self.templates: list[QueryTemplate] = []
@@ -133,7 +134,9 @@ class Planner:
             if isinstance(element, Partition):
                 name = f"partition{len(self.partitions) + 1}"
                 try:
-                    self.partitions.append(plan_partition(self.ctx, element, name, self.plan_query))
+                    self.partitions.append(
+                        plan_partition(self.ctx, element, name, self.plan_query, self.fuse_partitions)
+                    )
                 except PlanError:
                     pass
                 continue
@@ -228,7 +231,7 @@ class Planner:
             consumed |= {s for t in partition.templates for s, inner in t.input_streams if not inner}
         for partition in self.partitions:
             part_rt = partition.build(env, junctions, consumed)
-            states.register(f"partition/{partition.name}", part_rt.snapshot, part_rt.restore)
+            states.register(partition.state_key, part_rt.snapshot, part_rt.restore)
             starters.extend(part_rt.starters)
         name = self.app.name or "plan"
         plan_id = hashlib.sha256(self.source.encode()).hexdigest()[:16]
@@ -264,10 +267,14 @@ def _attach(junctions: dict[str, Junction], ctx: PlanContext, inp: Any) -> None:
 
 
 def build_runtime(
-    app: App, source: str, clock: PlaybackClock | WallClock, start_time: int | None = None
+    app: App,
+    source: str,
+    clock: PlaybackClock | WallClock,
+    start_time: int | None = None,
+    fuse_partitions: bool = True,
 ) -> Runtime:
     """The runtime of a checked app, reading time only through `clock`, which the caller builds."""
-    return Planner(app, source).build(clock, start_time)
+    return Planner(app, source, fuse_partitions).build(clock, start_time)
 
 
 def validate(app: App, source: str) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 from engine.events import Chunk
 from engine.plan.context import Env, PlanContext, StreamInfo
 from engine.plan.expressions import Compiled, ExpressionCompiler, PlanError, suggest
+from engine.plan.fusion import FollowedByFusion
 from engine.plan.ratelimits import LimiterPlan, plan_rate_limiter
 from engine.plan.scope import Scope, Source
 from engine.plan.selector import SelectorPlan, compile_selector
@@ -65,7 +66,7 @@ class QueryTemplate:
     output_inner: bool
     build: Callable[[Env], Built]
     input_streams: list[tuple[str, bool]]
-    extras: dict[str, Any] = field(default_factory=dict)  # what fused operators may reuse
+    followed_by: FollowedByFusion | None = None  # what a partition may fuse (plan/fusion.py)
 
 
 # Plans one query, in a partition (`inner`: its inner streams) or not: the planner's own,
