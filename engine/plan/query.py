@@ -14,7 +14,7 @@ from engine.events import Chunk
 from engine.plan.context import Env, PlanContext, StreamInfo
 from engine.plan.expressions import Compiled, ExpressionCompiler, PlanError, suggest
 from engine.plan.fusion import FollowedByFusion
-from engine.plan.ratelimits import LimiterPlan, plan_rate_limiter
+from engine.plan.ratelimits import plan_rate_limiter
 from engine.plan.scope import Scope, Source
 from engine.plan.selector import SelectorPlan, compile_selector
 from engine.plan.tables import insert_into_table, plan_table_output
@@ -39,6 +39,7 @@ from engine.runtime.query import (
     WindowStage,
     chain,
 )
+from engine.runtime.ratelimit import LimiterEnv, LimiterSpec
 from engine.runtime.windows.base import WindowContext
 from engine.types import AttrType
 
@@ -332,7 +333,7 @@ def plan_selection(
     star_sources: list[Any],
     name: str,
     inner_streams: dict[str, StreamInfo] | None,
-) -> tuple[SelectorPlan, LimiterPlan | None, Callable[[Env], Callable[[Chunk], None]]]:
+) -> tuple[SelectorPlan, LimiterSpec | None, Callable[[Env], Callable[[Chunk], None]]]:
     """What every kind of query ends with: its selector, the stream it defines, its rate
     limiter and its output."""
     current_on, expired_on = output_flags(query)
@@ -369,7 +370,7 @@ def plain_selection(query: Query, sel: SelectorPlan) -> bool:
 def output_stages(
     env: Env,
     name: str,
-    limiter: LimiterPlan | None,
+    limiter: LimiterSpec | None,
     output: Callable[[Env], Callable[[Chunk], None]],
     states: dict[str, Any],
     starts: list[Callable[[], None]],
@@ -377,7 +378,9 @@ def output_stages(
     """The stages every query ends with: its rate limiter, if it has one, then its output."""
     stages: list[Stage] = []
     if limiter is not None:
-        lim = limiter.build(env, f"{env.prefix}{name}/ratelimit")
+        lim = limiter.build(
+            LimiterEnv(env.scheduler, f"{env.prefix}{name}/ratelimit", env.now, env.start_time)
+        )
         states["ratelimit"] = lim
         starts.append(lim.start)
         stages.append(lim)

@@ -6,6 +6,10 @@ from typing import Any
 
 import pytest
 
+from engine.events import CURRENT, Chunk
+from engine.runtime.clock import Scheduler
+from engine.runtime.ratelimit import EventLimiterSpec, LimiterEnv
+from engine.runtime.state import decode, encode
 from tests.support.replaying import assert_restore_equivalent, events, run
 
 ROWS = [("a",), ("b",), ("a",), ("c",), ("b",)]
@@ -369,3 +373,21 @@ def test_each_limiter_kind_emits_as_before(kind: str) -> None:
 def test_each_limiter_kind_restores_exactly(kind: str) -> None:
     window, selection, rate, _ = KINDS[kind]
     assert_restore_equivalent(kind_plan(window, selection, rate), timeline())
+
+
+def test_a_limiter_snapshot_keeps_its_items_as_they_are() -> None:
+    spec = EventLimiterSpec("last", 3, group_by=True)
+    env = LimiterEnv(Scheduler(), "q/ratelimit", lambda: 0, lambda: 0)
+    limiter = spec.build(env)
+    limiter.process(Chunk([1, 2], [("a", 1), ("b", 2)], None, [("a",), ("b",)]))
+    state = decode(encode(limiter.snapshot(), "plan"), "plan")
+    again = spec.build(env)
+    again.restore(state)
+    assert (
+        again.snapshot()
+        == limiter.snapshot()
+        == {
+            "counter": 2,
+            "latest": {("a",): (1, ("a", 1), CURRENT, ("a",)), ("b",): (2, ("b", 2), CURRENT, ("b",))},
+        }
+    )
