@@ -116,7 +116,7 @@ def test_a_fused_snapshot_restores_only_into_a_fused_runtime() -> None:
     again = engine.compile(plan, start_time=1000)
     again.restore(blob)
     out: list[tuple[object, ...]] = []
-    again.subscribe("Out", lambda events: out.extend(e.data for e in events))
+    again.subscribe("Out", lambda events: out.extend(tuple(e.data) for e in events))
     again.send("S", [("a", 5)], timestamps=1001)
     assert out == [(1, 5)]
 
