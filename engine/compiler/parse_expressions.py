@@ -48,6 +48,7 @@ _PRECEDENCE = {
     "/": 7,
     "%": 7,
 }
+_ANY_OPERATOR = max(_PRECEDENCE.values())
 _WORD_OPS = ("or", "and", "in")
 _PUNCT_OPS = tuple(op for op in _PRECEDENCE if op not in _WORD_OPS)
 _OPENER_OF = {"(": "(", "not": "not", "-": "negate"}
@@ -65,6 +66,9 @@ class ExpressionParser(TokenStream):
         pending: list[tuple[str, Token]] = []  # openers and binary operators
         opened = 0  # entries on `pending` that count as nesting
         in_run = 0  # `x in T in U ...`: each `in` wraps the condition before it
+        # After `x in T` only `in`, `and` and `or` continue the expression, as in Siddhi's
+        # grammar (`x in T == y` ends before `==`); a closing parenthesis lifts this.
+        ceiling = _ANY_OPERATOR
         try:
             while True:
                 start = self.tok
@@ -83,13 +87,14 @@ class ExpressionParser(TokenStream):
                         paren = pending.pop()[1]
                         opened -= 1
                         self._nesting -= 1
+                        ceiling = _ANY_OPERATOR
                         self.advance()
                         operands[-1].span = self.span_from(paren)
                         operands[-1] = self._is_null_tail(operands[-1])
                         opened -= self._apply_prefixes(operands, pending)
                         continue
                     op = self._binary_operator(t)
-                    if op is None:
+                    if op is None or _PRECEDENCE[op] > ceiling:
                         self._reduce(operands, pending, 0)
                         if pending:
                             self.expect_punct(")", " to close '('")
@@ -98,6 +103,7 @@ class ExpressionParser(TokenStream):
                     self.advance()
                     if op != "in":
                         pending.append((op, t))
+                        ceiling = _ANY_OPERATOR
                         break
                     left = operands[-1]
                     name_tok = self.tok
@@ -106,6 +112,7 @@ class ExpressionParser(TokenStream):
                     if in_run > MAX_NESTING:
                         raise self._too_deep(name_tok)
                     operands[-1] = In(left, table, span_of(name_tok), span=left.span.to(span_of(name_tok)))
+                    ceiling = _PRECEDENCE["in"]
         finally:
             self._nesting -= opened
 

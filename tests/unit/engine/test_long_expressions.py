@@ -102,3 +102,12 @@ def test_a_chain_too_deep_for_python_is_a_query_error_at_the_expression() -> Non
     error = syntax_error("(a == 3)" + " == true" * 300)
     assert (error.line, error.col) == (2, len("from S[") + 1)
     assert "too deeply nested" in str(error)
+
+
+def test_only_in_and_or_continue_after_in_as_in_siddhi() -> None:
+    plan = "define stream S (a int, b bool);\ndefine table T (a int);\nfrom S[a == 1 in T == b] select a insert into Out;\n"
+    with pytest.raises(engine.QuerySyntaxError) as info:
+        engine.parse(plan)
+    assert (info.value.line, info.value.col) == (3, 20)
+    parsed = engine.parse(plan.replace("a == 1 in T == b", "(a == 1 in T) == b"))
+    assert parsed.elements
