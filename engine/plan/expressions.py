@@ -291,11 +291,12 @@ class ExpressionCompiler:
             if failed or right.failed:
                 failed = True
                 continue
-            for side, at in ((parts[0] if len(parts) == 1 else None, step.left), (right, step.right)):
-                if side is not None and side.type is not AttrType.BOOL:
-                    self.error(f"'{op}' needs bool operands, found {side.type}", at.span)
-                    failed = True
-                    break
+            sides = [(first, step.left), (right, step.right)] if len(parts) == 1 else [(right, step.right)]
+            wrong = next(((side, at) for side, at in sides if side.type is not AttrType.BOOL), None)
+            if wrong is not None:
+                self.error(f"'{op}' needs bool operands, found {wrong[0].type}", wrong[1].span)
+                failed = True
+                continue
             parts.append(right)
         if failed:
             return FAILED
