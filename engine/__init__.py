@@ -11,13 +11,16 @@ rt.shutdown()
 ```
 
 The engine imports nothing of Cepheus' other packages, does no I/O and reads time only
-through its clock object.
+through its clock object. The one place that reads the system's wall clock is
+`system_time_ms` below, used when a caller asks for `clock="wall"` without a `wall_time`.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
+from engine.compiler.parser import parse as _parse
 from engine.errors import (
     CEPError,
     Diagnostic,
@@ -28,8 +31,11 @@ from engine.errors import (
     StateError,
 )
 from engine.events import Chunk, Event
+from engine.plan.planner import build_runtime
+from engine.plan.planner import validate as _validate
 from engine.query.queries import App
 from engine.runtime.app import Runtime
+from engine.runtime.clock import PlaybackClock, WallClock
 from engine.types import AttrType
 
 __all__ = [
@@ -53,15 +59,11 @@ __all__ = [
 
 def parse(plan_text: str) -> App:
     """The syntax tree of a plan (every node with its span); raises QuerySyntaxError."""
-    from engine.compiler.parser import parse as _parse
-
     return _parse(plan_text)
 
 
 def validate(plan_text: str) -> App:
     """Parse and check a plan without running it; raises QueryError with every problem."""
-    from engine.plan.planner import validate as _validate
-
     app = parse(plan_text)
     _validate(app, plan_text)
     return app
@@ -73,6 +75,7 @@ def compile(  # noqa: A001 - the documented API name
     *,
     start_time: int | None = None,
     wall_time: Callable[[], int] | None = None,
+    fuse_partitions: bool = True,
 ) -> Runtime:
     """Compile a plan into a runtime.
 
@@ -80,10 +83,18 @@ def compile(  # noqa: A001 - the documented API name
     plan starts at `start_time`, or at the first timestamp it sees.
     `clock="wall"`: time is the wall clock (`wall_time()` in ms if given); call
     `Runtime.tick()` periodically to fire timers.
+    `fuse_partitions=False` runs every partition as one query instance per key, even where
+    one keyed operator gives the same results faster (a partition of one
+    `every e1=S -> e2=S` query); a snapshot restores only into the same choice.
     """
     if clock not in ("playback", "wall"):
         msg = f"clock must be 'playback' or 'wall', not {clock!r}"
         raise ValueError(msg)
-    from engine.plan.planner import build_runtime
+    chosen = WallClock(wall_time or system_time_ms) if clock == "wall" else PlaybackClock()
+    return build_runtime(parse(plan_text), plan_text, chosen, start_time, fuse_partitions)
 
-    return build_runtime(parse(plan_text), plan_text, clock, start_time, wall_time)
+
+def system_time_ms() -> int:
+    """The system's wall clock in ms: the time source of `compile(..., clock="wall")` when the
+    caller gives no `wall_time`, and the only place the engine reads the wall clock."""
+    return time.time_ns() // 1_000_000

@@ -18,6 +18,7 @@ from engine.query.definitions import (
     WindowDefinition,
 )
 from engine.query.expressions import FunctionCall, Variable
+from engine.query.queries import PartitionDefinition, ValuePartition
 from engine.types import AttrType
 
 
@@ -213,8 +214,6 @@ class DefinitionParser(ExpressionParser):
         return d
 
     def _partition_definition(self) -> Definition:
-        from engine.query.queries import PartitionDefinition, ValuePartition
-
         name, tok = self._defined_name("partition")
         self.legacy = True
         self.expect_word("by")

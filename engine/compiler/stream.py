@@ -18,7 +18,7 @@ from engine.compiler.tokens import (
 )
 from engine.errors import Diagnostic, QuerySyntaxError
 from engine.query.expressions import Constant, Span
-from engine.types import AttrType
+from engine.types import AttrType, f32
 
 TIME_UNITS_MS = {
     "year": 365 * 24 * 3600 * 1000,
@@ -206,8 +206,6 @@ class TokenStream:
         else:
             return None
         if kind is AttrType.FLOAT:
-            from engine.types import f32
-
             value = f32(value)  # type: ignore[arg-type]
         return Constant(value, kind, span=self.span_from(start))
 

@@ -12,6 +12,11 @@ from dataclasses import dataclass
 
 from engine.types import NUMERIC_TYPES, AttrType
 
+AGGREGATE_NAMES = frozenset(
+    {"sum", "avg", "count", "distinctCount", "min", "max", "minForever", "maxForever", "stdDev",
+     "and", "or", "unionSet"}
+)  # fmt: skip
+
 
 @dataclass(frozen=True)
 class AggregateCode:

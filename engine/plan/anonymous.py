@@ -3,23 +3,19 @@ stream that the outer query reads."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.plan.context import Env, StreamInfo
-from engine.plan.query import Built, QueryTemplate
+from engine.plan.query import Built, PlanQuery, QueryTemplate
 from engine.query.queries import AnonymousInput, InsertInto, Query, SingleInput
-
-if TYPE_CHECKING:
-    from engine.plan.planner import Planner
 
 
 def plan_anonymous_query(
-    planner: Planner, query: Query, name: str, inner: dict[str, StreamInfo] | None
+    plan_query: PlanQuery, query: Query, name: str, inner: dict[str, StreamInfo] | None, stream: str
 ) -> QueryTemplate:
+    """`stream` names the private stream between the inner and the outer query."""
     anon = query.input
     assert isinstance(anon, AnonymousInput)
-    planner.anonymous_count += 1
-    stream = f"#anonymous{planner.anonymous_count}"
     in_partition = inner is not None
     inner_query = Query(
         anon.query.input,
@@ -29,7 +25,7 @@ def plan_anonymous_query(
         [],
         span=anon.query.span,
     )
-    first = planner.plan_query(inner_query, inner)
+    first = plan_query(inner_query, inner)
     outer_query = Query(
         SingleInput(stream, inner=in_partition, span=anon.span, stream_span=anon.span),
         query.output,
@@ -38,7 +34,7 @@ def plan_anonymous_query(
         query.annotations,
         span=query.span,
     )
-    second = planner.plan_query(outer_query, inner)
+    second = plan_query(outer_query, inner)
 
     def build(env: Env) -> Built:
         a = first.build(env)

@@ -45,6 +45,9 @@ class PlanContext:
     query_count: int = 0
     legacy: bool = False  # the plan is in the WSO2 CEP 3.x dialect
     clock_now: list[Callable[[], int]] = field(default_factory=lambda: [lambda: 0])
+    # `cond in Name`: the table or named window `Name` as the expression compiler sees it
+    # (installed by the planner from engine.plan.tables, which builds on this module)
+    table_lookup: Callable[[str], Any] | None = None
 
     def __post_init__(self) -> None:
         holder = self.clock_now
@@ -52,19 +55,8 @@ class PlanContext:
 
     def compiler(self) -> ExpressionCompiler:
         ctx = ExprContext(self.errors, self.namespace, function_registry=self.functions)
-        ctx.table_lookup = self.table_for_in
+        ctx.table_lookup = self.table_lookup
         return ExpressionCompiler(ctx)
-
-    def table_for_in(self, name: str) -> Any:
-        from engine.plan.tables import TableInCondition
-
-        table = self.tables.get(name)
-        if table is None:
-            window = self.windows.get(name)
-            if window is None:
-                return None
-            return TableInCondition(self.window_infos[name], window)
-        return TableInCondition(self.table_infos[name], table)
 
 
 class Env:

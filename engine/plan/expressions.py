@@ -11,11 +11,14 @@ Siddhi's semantics: any comparison with a null is false; arithmetic with a null 
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import Diagnostic
+from engine.plan.aggregates import AGGREGATE_NAMES
 from engine.query.expressions import (
     BinaryOp,
     Constant,
@@ -36,6 +39,10 @@ if TYPE_CHECKING:
 
 _PEV_EDGE = re.compile(r"^_pev\(((?:p|r)\[\d+\]), (-1|0)\)$")
 _ARITH = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod"}
+MAX_CODE_NESTING = 150
+_STRING_LITERAL = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
+_BRACKET = re.compile(r"[()\[\]{}]")
+NESTED_STEPS = 32  # longer arithmetic chains compile to a fold: Python allows 200 nested parentheses
 _COMPARE = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 
 
@@ -109,13 +116,24 @@ class ExprContext:
 class ExpressionCompiler:
     def __init__(self, ctx: ExprContext) -> None:
         self.ctx = ctx
+        self._depth = 0
 
     def error(self, message: str, span: Span, hint: str | None = None) -> Compiled:
         self.ctx.errors.add(message, span, hint)
         return FAILED
 
     def compile(self, expr: Expr, scope: Scope) -> Compiled:
-        result = self._compile(expr, scope)
+        self._depth += 1
+        try:
+            result = self._compile(expr, scope)
+        finally:
+            self._depth -= 1
+        if self._depth == 0 and _nests_too_deeply(result):
+            return self.error(
+                "expression too deeply nested to compile",
+                expr.span,
+                hint="write long conditions as flat chains (a or b or c) or split them over several queries",
+            )
         return result
 
     def _compile(self, expr: Expr, scope: Scope) -> Compiled:
@@ -237,22 +255,105 @@ class ExpressionCompiler:
         return Compiled(code, code, kind)
 
     def binary(self, e: BinaryOp, scope: Scope) -> Compiled:
-        left = self.compile(e.left, scope)
-        right = self.compile(e.right, scope)
-        if left.failed or right.failed:
+        """A chain of binary operators down the left side, `((a op b) op c) op d`, step by
+        step without recursion; `and`/`or` runs compile flat, long arithmetic runs to folds."""
+        steps: list[BinaryOp] = []
+        node: Expr = e
+        while isinstance(node, BinaryOp):
+            steps.append(node)
+            node = node.left
+        steps.reverse()
+        acc = self.compile(node, scope)
+        i = 0
+        while i < len(steps):
+            op = steps[i].op
+            j = i + 1
+            if op in ("and", "or"):
+                while j < len(steps) and steps[j].op == op:
+                    j += 1
+                acc = self.junction(op, acc, steps[i:j], scope)
+            elif op in _ARITH:
+                while j < len(steps) and steps[j].op in _ARITH:
+                    j += 1
+                acc = self.arithmetic_chain(acc, steps[i:j], scope)
+            else:
+                right = self.compile(steps[i].right, scope)
+                acc = FAILED if acc.failed or right.failed else self.comparison(steps[i], acc, right)
+            i = j
+        return acc
+
+    def junction(self, op: str, first: Compiled, steps: list[BinaryOp], scope: Scope) -> Compiled:
+        """`a or b or c`: one flat Python `or` (or `and`) however long the chain."""
+        parts = [first]
+        failed = first.failed
+        for step in steps:
+            right = self.compile(step.right, scope)
+            if failed or right.failed:
+                failed = True
+                continue
+            sides = [(first, step.left), (right, step.right)] if len(parts) == 1 else [(right, step.right)]
+            wrong = next(((side, at) for side, at in sides if side.type is not AttrType.BOOL), None)
+            if wrong is not None:
+                self.error(f"'{op}' needs bool operands, found {wrong[0].type}", wrong[1].span)
+                failed = True
+                continue
+            parts.append(right)
+        if failed:
             return FAILED
-        op = e.op
-        if op in ("and", "or"):
-            for side, node in ((left, e.left), (right, e.right)):
-                if side.type is not AttrType.BOOL:
-                    return self.error(f"'{op}' needs bool operands, found {side.type}", node.span)
-            lb, rb = self.as_bool(left), self.as_bool(right)
-            return Compiled(
-                f"({lb.fast} {op} {rb.fast})", f"({lb.safe} {op} {rb.safe})", AttrType.BOOL, may_be_null=False
-            )
-        if op in _ARITH:
-            return self.arithmetic(e, left, right)
-        return self.comparison(e, left, right)
+        bools = [self.as_bool(part) for part in parts]
+        sep = f" {op} "
+        return Compiled(
+            f"({sep.join(b.fast for b in bools)})",
+            f"({sep.join(b.safe for b in bools)})",
+            AttrType.BOOL,
+            may_be_null=False,
+        )
+
+    def arithmetic_chain(self, first: Compiled, steps: list[BinaryOp], scope: Scope) -> Compiled:
+        """`a + b - c * ...` down the left side. Each step is typed as a lone BinaryOp would
+        be; up to NESTED_STEPS steps nest as usual, a longer run becomes one call of a fold
+        so the generated Python stays flat."""
+        base = first
+        failed = first.failed
+        templates: list[tuple[Compiled, Compiled]] = []  # (step code over {0}/{1}, operand)
+        for step in steps:
+            right = self.compile(step.right, scope)
+            if failed or right.failed:
+                failed = True
+                continue
+            if not templates and base.const and right.const:
+                base = self.arithmetic(step, base, right)
+                failed = base.failed
+                continue
+            kind = templates[-1][0].type if templates else base.type
+            left_slot = Compiled("{0}", "{0}", kind, base.const and not templates, base.value)
+            right_slot = Compiled("{1}", "{1}", right.type, right.const, right.value)
+            code = self.arithmetic(step, left_slot, right_slot)
+            if code.failed:
+                failed = True
+                continue
+            templates.append((code, right))
+        if failed:
+            return FAILED
+        if not templates:
+            return base
+        kind = templates[-1][0].type
+        if len(templates) <= NESTED_STEPS:
+            fast, safe = base.fast, base.safe
+            for code, right in templates:
+                fast = code.fast.format(fast, right.fast)
+                safe = code.safe.format(safe, right.safe)
+            return Compiled(fast, safe, kind)
+        ns = self.ctx.namespace
+        fast_steps = [eval(f"lambda x, y: {c.fast.format('x', 'y')}", ns) for c, _ in templates]  # noqa: S307
+        safe_steps = [eval(f"lambda x, y: {c.safe.format('x', 'y')}", ns) for c, _ in templates]  # noqa: S307
+        fast_fold = self.ctx.bind("fold", _fold(fast_steps))
+        safe_fold = self.ctx.bind("fold", _fold(safe_steps))
+        return Compiled(
+            f"{fast_fold}({base.fast}, {', '.join(r.fast for _, r in templates)})",
+            f"{safe_fold}({base.safe}, {', '.join(r.safe for _, r in templates)})",
+            kind,
+        )
 
     def arithmetic(self, e: BinaryOp, left: Compiled, right: Compiled) -> Compiled:
         """Result type as Siddhi: the widest numeric side; an error only when neither
@@ -325,8 +426,6 @@ class ExpressionCompiler:
         registry = self.ctx.function_registry
         spec = registry.lookup(call) if registry is not None else None
         if spec is None:
-            from engine.plan.functions import AGGREGATE_NAMES
-
             if call.namespace is None and call.name in AGGREGATE_NAMES:
                 return self.error(
                     f"aggregate function {call.name}() is not allowed here",
@@ -363,6 +462,32 @@ class ExpressionCompiler:
         return result
 
 
+def _nests_too_deeply(c: Compiled) -> bool:
+    """Whether the generated code nests brackets deeper than Python's parser allows (with
+    room left for the operator code wrapped around it)."""
+    for code in (c.fast, c.safe):
+        if len(code) <= MAX_CODE_NESTING:
+            continue
+        depth = 0
+        for bracket in _BRACKET.findall(_STRING_LITERAL.sub("", code)):
+            depth += 1 if bracket in "([{" else -1
+            if depth > MAX_CODE_NESTING:
+                return True
+    return False
+
+
+def _fold(steps: list[Callable[[Any, Any], Any]]) -> Callable[..., Any]:
+    """`fold(a, b, c)` is `steps[1](steps[0](a, b), c)`: a long arithmetic chain in one call."""
+
+    def fold(first: Any, *operands: Any) -> Any:
+        acc = first
+        for step, operand in zip(steps, operands, strict=True):
+            acc = step(acc, operand)
+        return acc
+
+    return fold
+
+
 def _comparison_problem(op: str, lt: AttrType, rt: AttrType) -> str | None:
     """Which type pairs Siddhi can compare (numbers with numbers, strings and bools
     with their own kind using ==/!=; objects never)."""
@@ -381,8 +506,6 @@ def _comparison_problem(op: str, lt: AttrType, rt: AttrType) -> str | None:
 
 
 def _suggest(name: str, candidates: list[str]) -> str | None:
-    import difflib
-
     close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else None
 

@@ -6,17 +6,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from engine.query.expressions import FunctionCall
+from engine.plan.expressions import Compiled, ExpressionCompiler
+from engine.query.expressions import FunctionCall, IsNullStream, Variable
 from engine.types import NUMERIC_TYPES, AttrType
 
 if TYPE_CHECKING:
-    from engine.plan.expressions import Compiled, ExpressionCompiler
     from engine.plan.scope import Scope
-
-AGGREGATE_NAMES = frozenset(
-    {"sum", "avg", "count", "distinctCount", "min", "max", "minForever", "maxForever", "stdDev",
-     "and", "or", "unionSet"}
-)  # fmt: skip
 
 Emit = Callable[["ExpressionCompiler", FunctionCall, list["Compiled"], "Scope"], "Compiled"]
 
@@ -42,8 +37,6 @@ class FunctionRegistry:
 
 
 def _c(fast: str, safe: str, kind: AttrType, may_be_null: bool = True) -> Compiled:
-    from engine.plan.expressions import Compiled
-
     return Compiled(fast, safe, kind, may_be_null=may_be_null)
 
 
@@ -242,8 +235,6 @@ def _event_timestamp(
         return _c("None", "None", AttrType.LONG)
     if args:
         arg = call.args[0]
-        from engine.query.expressions import IsNullStream, Variable
-
         ref = arg.attribute if isinstance(arg, Variable) and arg.stream is None else None
         ref = arg.stream if isinstance(arg, IsNullStream) else ref
         src = scope.find_source(ref) if ref else None

@@ -19,6 +19,7 @@ from engine.plan.query import (
     output_stages,
     plan_selection,
     query_template,
+    resolve_input,
 )
 from engine.plan.scope import Scope, Source
 from engine.plan.windows import WindowPlan, plan_window
@@ -49,8 +50,6 @@ def _side(ctx: PlanContext, si: SingleInput, inner: dict[str, StreamInfo] | None
         kind = "window"
         info = ctx.window_infos[si.stream]
     else:
-        from engine.plan.query import resolve_input
-
         info = resolve_input(ctx, si, inner)
     for h in si.handlers + si.post_handlers:
         if isinstance(h, StreamFunction):

@@ -4,13 +4,14 @@ the inner queries (planned once), and a factory that builds them per key."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.compiler.stream import TIME_UNITS_MS
 from engine.events import Chunk
-from engine.plan.context import Env, StreamInfo
+from engine.plan.context import Env, PlanContext, StreamInfo
 from engine.plan.expressions import PlanError
-from engine.plan.query import QueryTemplate
+from engine.plan.fusion import FollowedByFusion
+from engine.plan.query import PlanQuery, QueryTemplate
 from engine.plan.scope import Scope, Source
 from engine.query.definitions import find_annotation
 from engine.query.queries import Partition, RangePartition
@@ -18,11 +19,6 @@ from engine.runtime.junction import Junction
 from engine.runtime.keyed_followed_by import KeyedFollowedBy
 from engine.runtime.partition import PartitionInstance, PartitionRuntime, owner_prefix
 from engine.types import AttrType
-
-if TYPE_CHECKING:
-    from engine.plan.planner import Planner
-
-FUSE = True  # tests switch this off to compare the fused operator with per-key instances
 
 
 @dataclass
@@ -34,14 +30,20 @@ class PartitionPlan:
     namespace: dict[str, Any]
     purge: tuple[int, int] | None
     value_key: str | None = None  # code of the key when the partition is one value key
+    fusion: FollowedByFusion | None = None  # run as one keyed operator (see plan/fusion.py)
 
-    def _fused(self, env: Env, junctions: dict[str, Junction], consumed: set[str]) -> KeyedFollowedBy | None:
-        fb = _fusable(self) if FUSE else None
-        if fb is None:
-            return None
+    @property
+    def state_key(self) -> str:
+        """Where the runtime's snapshot keeps this partition: the fused operator's state has
+        its own shape, so it has its own key."""
+        return f"partition/{self.name}" if self.fusion is None else f"partition/{self.name}/fused"
+
+    def _fused(
+        self, fb: FollowedByFusion, env: Env, junctions: dict[str, Junction], consumed: set[str]
+    ) -> KeyedFollowedBy:
         stream = next(iter(self.key_sources))
-        selector = fb["selector"].code.instance()
-        out = fb["output"](env)
+        selector = fb.selector.code.instance()
+        out = fb.output(env)
 
         def select(partials: list[Any]) -> None:
             res = selector.process(Chunk([p[2] for p in partials], partials))
@@ -51,13 +53,13 @@ class PartitionPlan:
         op = KeyedFollowedBy(
             self.name,
             self.value_key or "None",
-            fb["f1"],
-            fb["f2"],
-            fb["f1_fast"],
-            fb["f2_fast"],
-            fb["within"],
+            fb.f1,
+            fb.f2,
+            fb.f1_fast,
+            fb.f2_fast,
+            fb.within,
             select,
-            fb["project_fast"],
+            fb.project_fast,
             out,
             self.templates[0].output_stream not in consumed,
             env.scheduler,
@@ -69,9 +71,8 @@ class PartitionPlan:
         return op
 
     def build(self, env: Env, junctions: dict[str, Junction], consumed: set[str] | None = None) -> Any:
-        fused = self._fused(env, junctions, consumed or set())
-        if fused is not None:
-            return fused
+        if self.fusion is not None:
+            return self._fused(self.fusion, env, junctions, consumed or set())
         routers = {}
         for stream, src in self.key_sources.items():
             ns = dict(self.namespace)
@@ -113,17 +114,14 @@ class PartitionPlan:
         return runtime
 
 
-def _fusable(plan: PartitionPlan) -> dict[str, Any] | None:
+def _fusion(
+    templates: list[QueryTemplate], key_sources: dict[str, str], value_key: str | None
+) -> FollowedByFusion | None:
     """The partition is one value key over S and one `every e1=S -> e2=S` query on S."""
-    if len(plan.templates) != 1 or len(plan.key_sources) != 1 or plan.value_key is None:
+    if len(templates) != 1 or value_key is None:
         return None
-    fb = plan.templates[0].extras.get("followed_by")
-    if fb is None or fb["inner"] or fb["fill"]:
-        return None
-    stream = next(iter(plan.key_sources))
-    if fb["streams"] != (stream, stream):
-        return None
-    return fb  # type: ignore[no-any-return]
+    fb = templates[0].followed_by
+    return fb if fb is not None and fb.fits_partition(list(key_sources)) else None
 
 
 def _value_router(key: str) -> str:
@@ -180,10 +178,12 @@ def _time(text: str | None, what: str) -> int:
     return total
 
 
-def plan_partition(planner: Planner, partition: Partition) -> PartitionPlan:
-    ctx = planner.ctx
+def plan_partition(
+    ctx: PlanContext, partition: Partition, name: str, plan_query: PlanQuery, fuse: bool = True
+) -> PartitionPlan:
+    """`plan_query` plans each inner query (the planner's own, handed down); `fuse` lets a
+    partition of one `every e1=S -> e2=S` query run as one keyed operator."""
     comp = ctx.compiler()
-    name = f"partition{len(planner.partitions) + 1}"
     key_sources: dict[str, str] = {}
     value_keys: list[str] = []
     for pt in partition.partition_with:
@@ -221,10 +221,11 @@ def plan_partition(planner: Planner, partition: Partition) -> PartitionPlan:
     failed = False
     for q in partition.queries:
         try:
-            templates.append(planner.plan_query(q, inner, partition=partition))
+            templates.append(plan_query(q, inner))
         except PlanError:
             failed = True
     if failed:
         raise PlanError
     value_key = value_keys[0] if len(value_keys) == 1 and len(partition.partition_with) == 1 else None
-    return PartitionPlan(name, key_sources, templates, inner, ctx.namespace, purge, value_key)
+    fusion = _fusion(templates, key_sources, value_key) if fuse else None
+    return PartitionPlan(name, key_sources, templates, inner, ctx.namespace, purge, value_key, fusion)

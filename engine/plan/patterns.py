@@ -7,6 +7,7 @@ candidate event as `r` and the partial match as `p`; the selector sees the parti
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 from engine.events import Chunk
 from engine.plan.context import Env, PlanContext, StreamInfo
 from engine.plan.expressions import Compiled, ExpressionCompiler, PlanError
+from engine.plan.fusion import FollowedByFusion
 from engine.plan.query import (
     Built,
     QueryInput,
@@ -229,8 +231,6 @@ def _filter_source(cond: Compiled) -> str:
 
 def _fast_access(code: str) -> str:
     """Inline `_pev(p[k], -1)` / `_pev(r[k], 0)` as plain indexing for the fast path."""
-    import re
-
     return re.sub(r"_pev\(((?:p|r)\[\d+\]), (-1|0)\)", r"\1[\2][1]", code)
 
 
@@ -378,19 +378,19 @@ def plan_state_query(
     plain = plain_selection(query, sel) and current_on and not expired_on
     if fast and limiter is None and plain and isinstance(out, InsertInto) and not out.inner:
         e1, e2 = leaves
-        template.extras["followed_by"] = {
-            "streams": (e1.stream, e2.stream),
-            "inner": e1.inner or e2.inner,
-            "f1": filters[e1.sid],
-            "f2": filters[e2.sid],
-            "within": si.within_ms,
-            "fill": "p[1]" in (e2.filter_src or ""),
-            "selector": sel,
-            "output": output,
-            "f1_fast": _inline_rows(e1.filter_fast),
-            "f2_fast": _inline_rows(e2.filter_fast),
-            "project_fast": _inline_projection(sel.projection_fast),
-        }
+        template.followed_by = FollowedByFusion(
+            streams=(e1.stream, e2.stream),
+            inner=e1.inner or e2.inner,
+            fill="p[1]" in (e2.filter_src or ""),
+            f1=filters[e1.sid],
+            f2=filters[e2.sid],
+            f1_fast=_inline_rows(e1.filter_fast),
+            f2_fast=_inline_rows(e2.filter_fast),
+            within=si.within_ms,
+            selector=sel,
+            output=output,
+            project_fast=_inline_projection(sel.projection_fast),
+        )
     return template
 
 
@@ -413,8 +413,6 @@ def _followed_by_shape(si: StateInput, leaves: list[Leaf]) -> bool:
 
 def _inline_projection(fast: list[str]) -> str | None:
     """A plain projection over matched (t1, r1, t, r2) tuples, or None if it reads more."""
-    import re
-
     parts = []
     for code in fast:
         code = code.replace("r[0][0][1]", "r1").replace("r[1][0][1]", "r2").replace("r[-1]", "t")

@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from engine.errors import QueryValidationError
+from engine.plan.anonymous import plan_anonymous_query
 from engine.plan.context import Env, PlanContext, StreamInfo
 from engine.plan.expressions import PlanError
+from engine.plan.joins import plan_join_query
+from engine.plan.named_windows import plan_named_window
+from engine.plan.partitions import PartitionPlan, plan_partition
+from engine.plan.patterns import plan_state_query
 from engine.plan.query import QueryTemplate, plan_single_query, query_name
+from engine.plan.tables import plan_table, table_in_condition
 from engine.query.definitions import (
     AggregationDefinition,
     FunctionDefinition,
@@ -35,15 +42,19 @@ from engine.runtime.app import Runtime
 from engine.runtime.clock import PlaybackClock, Scheduler, WallClock
 from engine.runtime.junction import Junction
 from engine.runtime.state import StateRegistry
+from engine.runtime.trigger import Trigger, parse_cron
+from engine.types import AttrType
 
 
 class Planner:
-    def __init__(self, app: App, source: str) -> None:
+    def __init__(self, app: App, source: str, fuse_partitions: bool = True) -> None:
         self.app = app
         self.source = source
+        self.fuse_partitions = fuse_partitions
         self.ctx = PlanContext(legacy=app.legacy)
+        self.ctx.table_lookup = partial(table_in_condition, self.ctx)
         self.templates: list[QueryTemplate] = []
-        self.partitions: list[Any] = []
+        self.partitions: list[PartitionPlan] = []
         self.triggers: list[TriggerDefinition] = []
         self.outputs: list[str] = []
         self.named_window_plans: list[Any] = []
@@ -78,25 +89,17 @@ class Planner:
                 if isinstance(d, StreamDefinition):
                     ctx.streams[d.name] = info
                 elif isinstance(d, TableDefinition):
-                    from engine.plan.tables import plan_table
-
                     ctx.table_infos[d.name] = info
                     table = plan_table(ctx, d, info)
                     if table is not None:
                         ctx.tables[d.name] = table
                 else:
-                    from engine.plan.named_windows import plan_named_window
-
                     ctx.window_infos[d.name] = info
                     named = plan_named_window(ctx, d, info)
                     if named is not None:
                         ctx.windows[d.name] = named
             elif isinstance(d, TriggerDefinition):
-                from engine.types import AttrType
-
                 if d.at is not None and d.at.lower() != "start":
-                    from engine.runtime.trigger import parse_cron
-
                     problem = parse_cron(d.at)
                     if isinstance(problem, str):
                         ctx.errors.add(f"trigger '{d.name}': {problem}", d.span)
@@ -129,10 +132,11 @@ class Planner:
     def plan_elements(self) -> None:
         for element in self.app.elements:
             if isinstance(element, Partition):
-                from engine.plan.partitions import plan_partition
-
+                name = f"partition{len(self.partitions) + 1}"
                 try:
-                    self.partitions.append(plan_partition(self, element))
+                    self.partitions.append(
+                        plan_partition(self.ctx, element, name, self.plan_query, self.fuse_partitions)
+                    )
                 except PlanError:
                     pass
                 continue
@@ -149,25 +153,19 @@ class Planner:
                 continue
             self.templates.append(template)
 
-    def plan_query(
-        self, query: Query, inner: dict[str, StreamInfo] | None, partition: Any = None
-    ) -> QueryTemplate:
+    def plan_query(self, query: Query, inner: dict[str, StreamInfo] | None) -> QueryTemplate:
         name = query_name(self.ctx, query)
         source = query.input
         if isinstance(source, SingleInput):
             template = plan_single_query(self.ctx, query, name, inner)
         elif isinstance(source, JoinInput):
-            from engine.plan.joins import plan_join_query
-
             template = plan_join_query(self.ctx, query, name, inner)
         elif isinstance(source, StateInput):
-            from engine.plan.patterns import plan_state_query
-
             template = plan_state_query(self.ctx, query, name, inner)
         elif isinstance(source, AnonymousInput):
-            from engine.plan.anonymous import plan_anonymous_query
-
-            template = plan_anonymous_query(self, query, name, inner)
+            self.anonymous_count += 1
+            stream = f"#anonymous{self.anonymous_count}"
+            template = plan_anonymous_query(self.plan_query, query, name, inner, stream)
         else:  # pragma: no cover - parser produces only these
             raise PlanError
         if (
@@ -181,19 +179,12 @@ class Planner:
 
     # ---- runtime -----------------------------------------------------------------------
 
-    def build(self, clock: str, start_time: int | None, wall_time: Callable[[], int] | None) -> Runtime:
+    def build(self, clk: PlaybackClock | WallClock, start_time: int | None) -> Runtime:
         self.define()
         self.plan_elements()
         if self.ctx.errors:
             raise QueryValidationError(self.ctx.errors.items, self.source)
         scheduler = Scheduler()
-        clk: PlaybackClock | WallClock
-        if clock == "wall":
-            import time
-
-            clk = WallClock(wall_time or (lambda: time.time_ns() // 1_000_000))
-        else:
-            clk = PlaybackClock()
         self.ctx.clock_now[0] = clk.now
         starters: list[Callable[[], None]] = []
         runtime_holder: list[Runtime] = []
@@ -215,8 +206,6 @@ class Planner:
             states.register(f"window/{wname}", window.snapshot, window.restore)
             starters.append(window.start)
         for trigger in self.triggers:
-            from engine.runtime.trigger import Trigger
-
             trig = Trigger(trigger, junctions[trigger.name], scheduler, clk.now, start_time_fn)
             states.register(f"trigger/{trigger.name}", trig.snapshot, trig.restore)
             starters.append(trig.start)
@@ -242,7 +231,7 @@ class Planner:
             consumed |= {s for t in partition.templates for s, inner in t.input_streams if not inner}
         for partition in self.partitions:
             part_rt = partition.build(env, junctions, consumed)
-            states.register(f"partition/{partition.name}", part_rt.snapshot, part_rt.restore)
+            states.register(partition.state_key, part_rt.snapshot, part_rt.restore)
             starters.extend(part_rt.starters)
         name = self.app.name or "plan"
         plan_id = hashlib.sha256(self.source.encode()).hexdigest()[:16]
@@ -280,11 +269,12 @@ def _attach(junctions: dict[str, Junction], ctx: PlanContext, inp: Any) -> None:
 def build_runtime(
     app: App,
     source: str,
-    clock: str = "playback",
+    clock: PlaybackClock | WallClock,
     start_time: int | None = None,
-    wall_time: Callable[[], int] | None = None,
+    fuse_partitions: bool = True,
 ) -> Runtime:
-    return Planner(app, source).build(clock, start_time, wall_time)
+    """The runtime of a checked app, reading time only through `clock`, which the caller builds."""
+    return Planner(app, source, fuse_partitions).build(clock, start_time)
 
 
 def validate(app: App, source: str) -> None:

@@ -12,10 +12,12 @@ from typing import Any
 
 from engine.events import Chunk
 from engine.plan.context import Env, PlanContext, StreamInfo
-from engine.plan.expressions import Compiled, ExpressionCompiler, PlanError
-from engine.plan.ratelimits import LimiterPlan, plan_rate_limiter
+from engine.plan.expressions import Compiled, ExpressionCompiler, PlanError, suggest
+from engine.plan.fusion import FollowedByFusion
+from engine.plan.ratelimits import plan_rate_limiter
 from engine.plan.scope import Scope, Source
 from engine.plan.selector import SelectorPlan, compile_selector
+from engine.plan.tables import insert_into_table, plan_table_output
 from engine.plan.windows import WindowPlan, plan_window
 from engine.query.queries import (
     DeleteFrom,
@@ -37,6 +39,7 @@ from engine.runtime.query import (
     WindowStage,
     chain,
 )
+from engine.runtime.ratelimit import LimiterEnv, LimiterSpec
 from engine.runtime.windows.base import WindowContext
 from engine.types import AttrType
 
@@ -64,7 +67,12 @@ class QueryTemplate:
     output_inner: bool
     build: Callable[[Env], Built]
     input_streams: list[tuple[str, bool]]
-    extras: dict[str, Any] = field(default_factory=dict)  # what fused operators may reuse
+    followed_by: FollowedByFusion | None = None  # what a partition may fuse (plan/fusion.py)
+
+
+# Plans one query, in a partition (`inner`: its inner streams) or not: the planner's own,
+# handed to the partition and anonymous-query planners.
+PlanQuery = Callable[[Query, dict[str, StreamInfo] | None], QueryTemplate]
 
 
 def query_name(ctx: PlanContext, query: Query) -> str:
@@ -100,8 +108,6 @@ def resolve_input(
                 hint="join the table with a stream, or use 'in' in a filter",
             )
         else:
-            from engine.plan.expressions import suggest
-
             comp_errors.add(
                 f"stream '{si.stream}' is not defined",
                 si.stream_span,
@@ -327,7 +333,7 @@ def plan_selection(
     star_sources: list[Any],
     name: str,
     inner_streams: dict[str, StreamInfo] | None,
-) -> tuple[SelectorPlan, LimiterPlan | None, Callable[[Env], Callable[[Chunk], None]]]:
+) -> tuple[SelectorPlan, LimiterSpec | None, Callable[[Env], Callable[[Chunk], None]]]:
     """What every kind of query ends with: its selector, the stream it defines, its rate
     limiter and its output."""
     current_on, expired_on = output_flags(query)
@@ -364,7 +370,7 @@ def plain_selection(query: Query, sel: SelectorPlan) -> bool:
 def output_stages(
     env: Env,
     name: str,
-    limiter: LimiterPlan | None,
+    limiter: LimiterSpec | None,
     output: Callable[[Env], Callable[[Chunk], None]],
     states: dict[str, Any],
     starts: list[Callable[[], None]],
@@ -372,7 +378,9 @@ def output_stages(
     """The stages every query ends with: its rate limiter, if it has one, then its output."""
     stages: list[Stage] = []
     if limiter is not None:
-        lim = limiter.build(env, f"{env.prefix}{name}/ratelimit")
+        lim = limiter.build(
+            LimiterEnv(env.scheduler, f"{env.prefix}{name}/ratelimit", env.now, env.start_time)
+        )
         states["ratelimit"] = lim
         starts.append(lim.start)
         stages.append(lim)
@@ -505,8 +513,6 @@ def plan_output(
     if isinstance(out, InsertInto):
         target = out.target
         if not out.inner and target in ctx.table_infos:
-            from engine.plan.tables import insert_into_table
-
             return insert_into_table(ctx, target, out)
         if not out.inner and target in ctx.window_infos:
             named = ctx.windows[target]
@@ -524,8 +530,6 @@ def plan_output(
 
         return to_return
     if isinstance(out, (DeleteFrom, UpdateTable, UpdateOrInsert)):
-        from engine.plan.tables import plan_table_output
-
         return plan_table_output(ctx, query, sel, comp)
     comp.error("unsupported query output", out.span)
     raise PlanError

@@ -14,9 +14,8 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.plan.aggregates import AggregateCode, aggregate_code
+from engine.plan.aggregates import AGGREGATE_NAMES, AggregateCode, aggregate_code
 from engine.plan.expressions import Compiled, ExpressionCompiler, PlanError
-from engine.plan.functions import AGGREGATE_NAMES
 from engine.plan.scope import Scope
 from engine.query.expressions import Constant, FunctionCall, Variable
 from engine.query.queries import Selector

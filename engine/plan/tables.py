@@ -80,9 +80,15 @@ class Lookup:
 
 
 def _conjuncts(e: Expr) -> list[Expr]:
-    if isinstance(e, BinaryOp) and e.op == "and":
-        return _conjuncts(e.left) + _conjuncts(e.right)
-    return [e]
+    found: list[Expr] = []
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, BinaryOp) and node.op == "and":
+            stack.extend((node.right, node.left))
+        else:
+            found.append(node)
+    return found
 
 
 def _table_column(e: Expr, table: str, info: StreamInfo) -> int | None:
@@ -141,6 +147,17 @@ def _type_mismatch(column: AttrType, value: AttrType) -> bool:
 
 
 # ---- `cond in Table` ---------------------------------------------------------------------
+
+
+def table_in_condition(ctx: PlanContext, name: str) -> TableInCondition | None:
+    """What `cond in name` searches: a table or a named window of the plan, if any."""
+    table = ctx.tables.get(name)
+    if table is not None:
+        return TableInCondition(ctx.table_infos[name], table)
+    window = ctx.windows.get(name)
+    if window is not None:
+        return TableInCondition(ctx.window_infos[name], window)
+    return None
 
 
 class TableInCondition:

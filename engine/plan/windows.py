@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engine.plan.expressions import ExpressionCompiler, PlanError
+from engine.plan.expressions import ExpressionCompiler, PlanError, suggest
 from engine.plan.scope import Scope
 from engine.query.expressions import Constant, FunctionCall, Span, Variable
 from engine.runtime.windows import REGISTRY, WindowSpec
@@ -35,8 +35,6 @@ def plan_window(call: FunctionCall, scope: Scope, comp: ExpressionCompiler) -> W
     spec = REGISTRY.get(_window_name(call))
     if spec is None:
         known = sorted({s.name for s in REGISTRY.values()})
-        from engine.plan.expressions import suggest
-
         comp.error(
             f"unknown window '{call.qualified_name}'",
             call.span,

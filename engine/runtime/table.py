@@ -11,6 +11,8 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from engine.runtime.helpers import java_number_str
+
 Row = tuple[Any, ...]
 log = logging.getLogger(__name__)
 
@@ -24,8 +26,6 @@ def java_string_hash(text: str) -> int:
 
 
 def java_str(value: Any, is_float: bool) -> str:
-    from engine.runtime.helpers import java_number_str
-
     if value is None:
         return "null"
     if isinstance(value, bool):

@@ -42,8 +42,10 @@ def feed(rt: engine.Runtime, items: Sequence[Item]) -> None:
             rt.advance_to(item["time"])
 
 
-def run(plan: str, items: Sequence[Item], start_time: int | None = 1000) -> Collector:
-    rt = engine.compile(plan, start_time=start_time)
+def run(
+    plan: str, items: Sequence[Item], start_time: int | None = 1000, *, fuse_partitions: bool = True
+) -> Collector:
+    rt = engine.compile(plan, start_time=start_time, fuse_partitions=fuse_partitions)
     c = attach(rt)
     feed(rt, items)
     return c

@@ -43,6 +43,27 @@ def test_validate_prints_file_line_col_and_a_caret(tmp_path: Path) -> None:
     ]
 
 
+def test_validate_accepts_long_chains_and_locates_absurd_nesting(tmp_path: Path) -> None:
+    whitelist = " or ".join(f"sym == 'S{i}'" for i in range(1000))
+    total = " + ".join(["price"] * 1000)
+    long = tmp_path / "long.siddhi"
+    long.write_text(
+        f"define stream S (sym string, price double);\nfrom S[{whitelist}] select {total} as t insert into Out;\n"
+    )
+    assert invoke("validate", str(long)) == (0, f"{long}: ok\n", "")
+    deep = tmp_path / "deep.siddhi"
+    deep.write_text(
+        "define stream S (sym string, price double);\nfrom S["
+        + "(" * 10_000
+        + "price > 1"
+        + ")" * 10_000
+        + "] select sym insert into Out;\n"
+    )
+    code, _, err = invoke("validate", str(deep))
+    assert code == 1
+    assert err.startswith(f"{deep}:2:108: expression nested too deeply")
+
+
 def test_run_writes_results_as_json_lines(files: Path) -> None:
     (files / "in.jsonl").write_text(
         '{"stream": "S", "timestamp": 1000, "data": ["a", 5.0]}\n{"stream": "S", "timestamp": 1001, "data": ["b", 15]}\n'

@@ -8,7 +8,6 @@ import zlib
 import pytest
 
 import engine
-from engine.plan import partitions
 from tests.support.replaying import assert_restore_equivalent, events, run
 
 
@@ -110,9 +109,7 @@ def test_partition_state_restores_exactly() -> None:
         "from every e1=S -> e2=S[v == e1.v] within 50 milliseconds select e2.v * 2 as twice insert into Out; from Out select twice insert into Again;",
     ],
 )
-def test_fused_keyed_followed_by_matches_per_key_instances(
-    query: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_fused_keyed_followed_by_matches_per_key_instances(query: str) -> None:
     rng = random.Random(zlib.crc32(query.encode()))
     items: list[dict] = []
     t = 1000
@@ -125,11 +122,27 @@ def test_fused_keyed_followed_by_matches_per_key_instances(
             items.append({"time": t})
     head, _, rest = query.partition(";")
     plan = f"define stream S (k string, v int); @purge(enable='true', interval='50 milliseconds', idle.period='80 milliseconds') partition with (k of S) begin {head}; end;{rest}"
-    results = []
-    for fuse in (True, False):
-        monkeypatch.setattr(partitions, "FUSE", fuse)
-        results.append(run(plan, items).records)
-    assert results[0] == results[1] and results[0]
+    fused = run(plan, items, fuse_partitions=True).records
+    assert fused == run(plan, items, fuse_partitions=False).records and fused
+
+
+def test_a_fused_snapshot_restores_only_into_a_fused_runtime() -> None:
+    plan = (
+        "define stream S (k string, v int); partition with (k of S) begin "
+        "from every e1=S -> e2=S[v > e1.v] select e1.v as a, e2.v as b insert into Out; end;"
+    )
+    fused = engine.compile(plan, start_time=1000)
+    fused.send("S", [("a", 1)], timestamps=1000)
+    blob = fused.snapshot()
+    per_key = engine.compile(plan, start_time=1000, fuse_partitions=False)
+    with pytest.raises(engine.StateError, match=r"partition/partition1"):
+        per_key.restore(blob)
+    again = engine.compile(plan, start_time=1000)
+    again.restore(blob)
+    out: list[tuple[object, ...]] = []
+    again.subscribe("Out", lambda events: out.extend(tuple(e.data) for e in events))
+    again.send("S", [("a", 5)], timestamps=1001)
+    assert out == [(1, 5)]
 
 
 def test_fused_partition_state_restores_exactly() -> None:
