@@ -24,7 +24,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,8 +123,15 @@ class GuardedChannel(HTTPChannel):  # type: ignore[misc]
 class Guard:
     """Per-address counts and the deadlines, shared by the listeners of one port."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(
+        self,
+        limits: Limits,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,  # waitress's `last_activity` is wall-clock time
+    ) -> None:
         self.limits = limits
+        self._clock = clock
+        self._wall = wall
         self._lock = threading.Lock()
         self._open: dict[str, int] = {}
         self._refusals = Throttle(30.0)
@@ -162,7 +169,7 @@ class Guard:
 
     def sweep(self, channels: Iterable[GuardedChannel]) -> None:
         """Close the connections past a deadline (run in the I/O thread)."""
-        now, wall = time.monotonic(), time.time()
+        now, wall = self._clock(), self._wall()
         for channel in list(channels):
             overdue = self._overdue(channel, now, wall)
             if overdue is None:

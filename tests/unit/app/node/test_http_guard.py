@@ -1,0 +1,122 @@
+"""`Guard`: per-address counts and the deadlines, on stand-in connections and a test clock."""
+
+from __future__ import annotations
+
+import logging
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from app.node.http_guard import Guard, Limits
+
+LIMITS = Limits(max_connections_per_address=2, header_timeout=10.0, body_timeout=60.0, idle_timeout=30.0)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def connection(**state: Any) -> Any:
+    """A waitress channel as the guard sees it: accepted at 1000, nothing received yet."""
+    fields = {
+        "addr": ("10.0.0.7", 5000),
+        "will_close": False,
+        "close_when_flushed": False,
+        "request": None,
+        "requests": [],
+        "got_data": False,
+        "accepted": 1000.0,
+        "last_activity": 1000.0,
+    }
+    return SimpleNamespace(**{**fields, **state})
+
+
+class Partial:
+    """A request being received: its first byte at `started`, its headers done at `headers_at`."""
+
+    def __init__(self, started: float, headers_at: float | None = None) -> None:
+        self.started, self.headers_at = started, headers_at
+
+    def restart_clocks(self, now: float) -> None:
+        self.started = now
+        if self.headers_at is not None:
+            self.headers_at = now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+def closed_after(guard: Guard, clock: Clock, channel: Any, seconds: float) -> bool:
+    clock.now += seconds
+    guard.sweep([channel])
+    return bool(channel.will_close)
+
+
+def test_a_silent_connection_is_closed_at_the_header_deadline(clock: Clock) -> None:
+    guard, channel = Guard(LIMITS, clock, clock), connection()
+    assert not closed_after(guard, clock, channel, 10.0)
+    assert closed_after(guard, clock, channel, 0.5)
+
+
+def test_headers_trickling_in_are_closed_at_the_deadline_from_their_first_byte(clock: Clock) -> None:
+    guard, channel = Guard(LIMITS, clock, clock), connection(got_data=True, request=Partial(1005.0))
+    channel.last_activity = 1014.0  # bytes keep coming: not idle
+    assert not closed_after(guard, clock, channel, 14.9)
+    assert closed_after(guard, clock, channel, 0.2)
+
+
+def test_a_body_must_follow_its_headers_within_the_body_deadline(clock: Clock) -> None:
+    guard = Guard(LIMITS, clock, clock)
+    channel = connection(got_data=True, request=Partial(1000.0, headers_at=1001.0))
+    assert not closed_after(guard, clock, channel, 60.9)
+    assert closed_after(guard, clock, channel, 0.2)
+
+
+def test_an_idle_keep_alive_connection_is_closed_after_the_idle_timeout(clock: Clock) -> None:
+    guard, channel = Guard(LIMITS, clock, clock), connection(got_data=True, last_activity=1000.0)
+    assert not closed_after(guard, clock, channel, 30.0)
+    assert closed_after(guard, clock, channel, 0.5)
+
+
+def test_a_request_in_service_stops_the_clocks_of_the_next(clock: Clock) -> None:
+    guard = Guard(LIMITS, clock, clock)
+    pipelined = Partial(1000.0)
+    channel = connection(got_data=True, requests=["in service"], request=pipelined)
+    assert not closed_after(guard, clock, channel, 100.0)
+    channel.requests = []
+    assert not closed_after(guard, clock, channel, 9.0)  # ten seconds from the end of the service
+    assert closed_after(guard, clock, channel, 1.5)
+
+
+def test_overdue_connections_are_logged_with_their_address_and_the_key(
+    clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    guard = Guard(LIMITS, clock, clock)
+    with caplog.at_level(logging.WARNING):
+        closed_after(guard, clock, connection(), 11.0)
+        closed_after(guard, clock, connection(got_data=True, last_activity=clock.now), 31.0)  # idle: quiet
+    assert caplog.messages == [
+        "http closed a connection from 10.0.0.7: the request headers did not arrive within 10 s "
+        "(http.header_timeout_seconds)"
+    ]
+
+
+def test_each_address_may_open_up_to_its_limit(caplog: pytest.LogCaptureFixture) -> None:
+    guard = Guard(LIMITS)
+    assert guard.admit("10.0.0.7") and guard.admit("10.0.0.7")
+    with caplog.at_level(logging.WARNING):
+        assert not guard.admit("10.0.0.7")
+    assert guard.admit("10.0.0.8")
+    guard.release("10.0.0.7")
+    assert guard.admit("10.0.0.7")
+    assert (guard.open_from("10.0.0.7"), guard.open_from("10.0.0.8")) == (2, 1)
+    assert caplog.messages == [
+        "http refused a connection from 10.0.0.7: it has 2 open, the limit (http.max_connections_per_address)"
+    ]
