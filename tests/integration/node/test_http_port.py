@@ -16,6 +16,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +26,7 @@ from app.node.auth import Credentials
 from app.node.http_guard import Limits
 from app.node.http_server import WebServer
 from app.node.web import create_web_app
+from tests.support.nodes import ADMIN_PASSWORD, get_json, node_config, running_node
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -257,3 +259,26 @@ def test_stop_lets_a_request_in_progress_finish_and_refuses_new_connections() ->
     stopping.join(15)
     assert replies == [(200, {"waited": True})]
     assert not stopping.is_alive()
+
+
+def test_a_node_serves_its_port_with_the_configured_limits_and_login(tmp_path: Path) -> None:
+    config = node_config(
+        tmp_path,
+        f"sqlite:///{tmp_path / 'registry.db'}",
+        http={"max_connections_per_address": 2},
+        thrift={"enabled": False},
+    )
+    with running_node(config) as node:
+        assert node.web is not None
+        base = f"http://127.0.0.1:{node.web.port}"
+        assert get_json(f"{base}/health") == {"status": "ok"}
+        details = get_json(f"{base}/health/details", password=ADMIN_PASSWORD)
+        assert details["status"] == "ok" and "plans" in details and "adapters" in details
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            get_json(f"{base}/health/details", password="wrong")
+        assert (refused.value.code, json.loads(refused.value.read())) == (
+            401,
+            {"error": "wrong user name or password"},
+        )
+        refused.value.close()
+        assert node.web.limits.max_connections_per_address == 2
