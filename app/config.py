@@ -68,7 +68,7 @@ class Http:
     threads: int = 8  # requests served at once; the others wait their turn
     max_connections: int = 1000  # open connections; past this, new ones wait in the listen backlog
     max_connections_per_address: int = 50  # past this, a client address's new connections are refused
-    header_timeout_seconds: float = 10.0  # from connecting (or a request's first byte) to its last header
+    header_timeout_seconds: float = 10.0  # from connecting (later: a request's first byte) to its last header
     body_timeout_seconds: float = 60.0  # from the end of the headers to the last byte of the body
     idle_timeout_seconds: float = 30.0  # a keep-alive connection with no request in that time is closed
 

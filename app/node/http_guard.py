@@ -8,9 +8,9 @@ of the header and the body. What it lacks is here:
   answered 429 and closed as soon as it is accepted;
 - deadlines, where waitress only knows inactivity (one byte a second keeps its connection
   open forever): a connection must complete its request headers within `header_timeout` of
-  connecting (or of the request's first byte), and the body within `body_timeout` of the
-  headers; a keep-alive connection idle for `idle_timeout` is closed. A request being served
-  stops its connection's clocks;
+  connecting (a later request on a keep-alive connection: of its first byte), and the body
+  within `body_timeout` of the headers; a keep-alive connection idle for `idle_timeout` is
+  closed. A request being served stops its connection's clocks;
 - JSON for the errors waitress answers itself (a malformed request, a header or a body over
   its limit), like every other error of the port.
 
@@ -110,8 +110,11 @@ class GuardedChannel(HTTPChannel):  # type: ignore[misc]
         super().__init__(server, sock, addr, adj, map=map)
 
     def received(self, data: bytes) -> bool:
-        self.got_data = True
-        return bool(super().received(data))
+        first, self.got_data = not self.got_data, True
+        result = bool(super().received(data))
+        if first and self.request is not None and not self.requests:
+            self.request.started = self.accepted  # the first request's clock runs from connecting
+        return result
 
     def del_channel(self, map: Any = None) -> None:
         super().del_channel(map)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
+import socket
+from collections.abc import Iterator
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from waitress.adjustments import Adjustments  # type: ignore[import-untyped]
 
-from app.node.http_guard import Guard, Limits
+from app.node.http_guard import Guard, GuardedChannel, Limits
 
 LIMITS = Limits(max_connections_per_address=2, header_timeout=10.0, body_timeout=60.0, idle_timeout=30.0)
 
@@ -120,3 +123,27 @@ def test_each_address_may_open_up_to_its_limit(caplog: pytest.LogCaptureFixture)
     assert caplog.messages == [
         "http refused a connection from 10.0.0.7: it has 2 open, the limit (http.max_connections_per_address)"
     ]
+
+
+@pytest.fixture
+def channel() -> Iterator[GuardedChannel]:
+    """A real waitress channel on one end of a socket pair, its server a stand-in."""
+    ours, theirs = socket.socketpair()
+    adj = Adjustments()
+    server = SimpleNamespace(active_channels={}, adj=adj, guard=Guard(LIMITS), add_task=lambda channel: None)
+    made = GuardedChannel(cast(Any, server), ours, ("10.0.0.7", 5000), adj, map={})
+    made.accepted = 500.0
+    yield made
+    made.close()
+    theirs.close()
+
+
+def test_the_first_request_is_timed_from_connecting(channel: GuardedChannel) -> None:
+    channel.received(b"GET /health HT")
+    assert channel.request.started == 500.0
+
+
+def test_a_request_after_a_complete_one_is_timed_from_its_first_byte(channel: GuardedChannel) -> None:
+    channel.received(b"GET /health HTTP/1.1\r\nHost: c\r\n\r\nGET /next HT")
+    assert len(channel.requests) == 1
+    assert channel.request.started > 500.0
