@@ -40,6 +40,10 @@ def make_app(report: dict[str, Any] | None = None, max_failures: int = 5) -> Fla
     def fail() -> Any:
         raise RuntimeError("secret internals")
 
+    @broken.get("/folder/")
+    def folder() -> Any:
+        return {"folder": True}
+
     events = events_blueprint(catalog, Ingress(), credentials, max_request_bytes=1000, max_json_depth=5)
     return create_web_app([events, broken], lambda: report or REPORT, credentials)
 
@@ -52,6 +56,11 @@ def client() -> FlaskClient:
 def test_unknown_path_is_a_json_404(client: FlaskClient) -> None:
     reply = client.get("/nowhere")
     assert (reply.status_code, reply.json) == (404, {"error": "no such resource: GET /nowhere"})
+
+
+def test_a_missing_trailing_slash_still_redirects(client: FlaskClient) -> None:
+    reply = client.get("/folder")
+    assert (reply.status_code, reply.headers["Location"]) == (308, "http://localhost/folder/")
 
 
 def test_wrong_method_is_a_json_405_naming_it(client: FlaskClient) -> None:
