@@ -33,9 +33,7 @@ _MESSAGES = {
 
 
 def _http_error(exc: HTTPException) -> BaseResponse:
-    status = exc.code or 500
-    if status < 400:  # a routing redirect (a missing trailing slash), not an error
-        return exc.get_response()
+    status = exc.code or 500  # Flask hands routing redirects back without error handlers
     template = _MESSAGES.get(status)
     message = (
         template.format(method=request.method, path=request.path)
