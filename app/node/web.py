@@ -18,7 +18,6 @@ from typing import Any
 
 from flask import Blueprint, Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
-from werkzeug.wrappers import Response as BaseResponse
 
 from app.node.auth import Credentials
 from app.node.http_api import json_error, login_refusal
@@ -32,7 +31,7 @@ _MESSAGES = {
 }
 
 
-def _http_error(exc: HTTPException) -> BaseResponse:
+def _http_error(exc: HTTPException) -> Response:
     status = exc.code or 500  # Flask hands routing redirects back without error handlers
     template = _MESSAGES.get(status)
     message = (
