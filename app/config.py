@@ -66,7 +66,7 @@ class Http:
     max_header_bytes: int = 64 * 1024  # request line and headers
     max_json_depth: int = 64  # nesting of arrays and objects in a JSON body
     threads: int = 8  # requests served at once; the others wait their turn
-    max_connections: int = 1000  # open connections; past this, new ones wait in the listen backlog
+    max_connections: int = 1000  # open connections; past this, one waiting for its request makes room
     max_connections_per_address: int = 50  # past this, a client address's new connections are refused
     header_timeout_seconds: float = 10.0  # from connecting (later: a request's first byte) to its last header
     body_timeout_seconds: float = 60.0  # from the end of the headers to the last byte of the body

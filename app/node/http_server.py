@@ -1,7 +1,7 @@
 """`WebServer`: the node's HTTP port, a WSGI app served by waitress in threads of this process.
 
 One I/O thread ("http-io") accepts, reads and writes every connection; `Limits.threads`
-workers run the app on complete requests; `app.node.http_guard` adds per-address limits,
+workers run the app on complete requests; `app.node.http_guard` adds connection limits,
 deadlines and JSON errors. The thread count is fixed whatever the clients do.
 
 `stop()` closes the listeners first (a new connection is refused), lets the requests being
@@ -21,7 +21,8 @@ from waitress import wasyncore  # type: ignore[import-untyped]
 from waitress.adjustments import Adjustments  # type: ignore[import-untyped]
 from waitress.task import ThreadedTaskDispatcher  # type: ignore[import-untyped]
 
-from app.node.http_guard import Guard, GuardedServer, Limits
+from app.node.http_guard import GuardedServer
+from app.node.http_limits import Guard, Limits
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,6 @@ class WebServer:
             host=host,
             port=port,
             threads=limits.threads,
-            connection_limit=limits.max_connections,
             max_request_header_size=limits.max_header_bytes + 1,  # waitress refuses at the size itself
             max_request_body_size=limits.max_body_bytes + 1,
             cleanup_interval=1,  # how often the deadlines are checked

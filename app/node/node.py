@@ -25,7 +25,7 @@ from app.node.auth import Credentials, LoginThrottle, ThrottleSettings
 from app.node.catalog import StreamCatalog
 from app.node.errors import NodeError
 from app.node.http_events import events_blueprint
-from app.node.http_guard import Limits
+from app.node.http_limits import Limits
 from app.node.http_server import WebServer
 from app.node.ingress import Ingress
 from app.node.outputs import OutputHub

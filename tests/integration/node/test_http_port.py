@@ -23,7 +23,7 @@ import pytest
 from flask import Blueprint, request
 
 from app.node.auth import Credentials
-from app.node.http_guard import Limits
+from app.node.http_limits import Limits
 from app.node.http_server import WebServer
 from app.node.web import create_web_app
 from tests.support.nodes import ADMIN_PASSWORD, get_json, node_config, running_node
@@ -38,6 +38,7 @@ class Gate:
 
     def __init__(self) -> None:
         self.entered = threading.Event()
+        self.arrivals = threading.Semaphore(0)  # one per request that reached the route
         self.release = threading.Event()
 
     def blueprint(self) -> Blueprint:
@@ -46,6 +47,7 @@ class Gate:
         @bp.get("/wait")
         def wait() -> Any:
             self.entered.set()
+            self.arrivals.release()
             self.release.wait(20)
             return {"waited": True}
 
@@ -192,6 +194,39 @@ def test_connections_past_the_per_address_limit_are_refused_while_another_addres
             time.sleep(0.05)
         with connect(server) as again:
             assert exchange(again, request)[0] == 200
+
+
+def test_past_max_connections_a_silent_connection_makes_room_for_a_new_one(
+    port_with: Callable[..., WebServer],
+) -> None:
+    server = port_with(max_connections=4, header_timeout=30.0)
+    with ExitStack() as stack:
+        silent = [stack.enter_context(connect(server)) for _ in range(4)]
+        deadline = time.monotonic() + 5
+        while server.guard.open_from("127.0.0.1") < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert get(server) == (200, {"status": "ok"})  # long before the header deadline
+        assert wait_closed(silent[0], 5)  # the one waiting longest made room
+        assert not any(closed_by_server(sock) for sock in silent[1:])
+
+
+def test_past_max_connections_with_every_connection_busy_a_new_one_gets_503(
+    port_with: Callable[..., WebServer],
+) -> None:
+    gate = Gate()
+    server = port_with(gate, max_connections=2, threads=2)
+    replies: list[tuple[int, Any]] = []
+    waiting = [threading.Thread(target=lambda: replies.append(get(server, "/wait", 20))) for _ in range(2)]
+    try:
+        for thread in waiting:
+            thread.start()
+        assert gate.arrivals.acquire(timeout=10) and gate.arrivals.acquire(timeout=10)  # both in service
+        assert get(server) == (503, {"error": "every connection of the node is busy; retry shortly"})
+    finally:
+        gate.release.set()
+        for thread in waiting:
+            thread.join(10)
+    assert replies == [(200, {"waited": True})] * 2
 
 
 def test_many_half_sent_requests_do_not_add_threads(port_with: Callable[..., WebServer]) -> None:

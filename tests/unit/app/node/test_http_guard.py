@@ -1,4 +1,5 @@
-"""`Guard`: per-address counts and the deadlines, on stand-in connections and a test clock."""
+"""`Guard`: connection counts, the choice of whom to close, and the deadlines, on stand-in
+connections and a test clock; then waitress's channel noting its times."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Any, cast
 import pytest
 from waitress.adjustments import Adjustments  # type: ignore[import-untyped]
 
-from app.node.http_guard import Guard, GuardedChannel, Limits
+from app.node.http_guard import GuardedChannel
+from app.node.http_limits import Guard, Limits
 
 LIMITS = Limits(max_connections_per_address=2, header_timeout=10.0, body_timeout=60.0, idle_timeout=30.0)
 
@@ -35,6 +37,7 @@ def connection(**state: Any) -> Any:
         "got_data": False,
         "accepted": 1000.0,
         "last_activity": 1000.0,
+        "total_outbufs_len": 0,
     }
     return SimpleNamespace(**{**fields, **state})
 
@@ -123,6 +126,34 @@ def test_each_address_may_open_up_to_its_limit(caplog: pytest.LogCaptureFixture)
     assert caplog.messages == [
         "http refused a connection from 10.0.0.7: it has 2 open, the limit (http.max_connections_per_address)"
     ]
+
+
+def test_past_max_connections_the_longest_waiting_for_its_headers_makes_room(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    guard = Guard(Limits(max_connections=2, max_connections_per_address=10))
+    assert guard.admit("10.0.0.1") and guard.admit("10.0.0.2") and not guard.over_capacity
+    assert guard.admit("10.0.0.3") and guard.over_capacity
+    busy = connection(requests=["in service"], accepted=900.0)
+    sending = connection(got_data=True, total_outbufs_len=10, last_activity=900.0)
+    idle = connection(got_data=True, last_activity=950.0)
+    uploading = connection(got_data=True, request=Partial(900.0, headers_at=901.0))
+    trickling = connection(got_data=True, request=Partial(990.0))
+    silent = connection(accepted=995.0)
+    closing = connection(accepted=800.0, will_close=True)
+    everyone = [busy, sending, idle, uploading, trickling, silent, closing]
+    with caplog.at_level(logging.WARNING):
+        assert guard.victim(everyone) is trickling
+    assert caplog.messages == [
+        "http closed the connection from 10.0.0.7 that waited longest for its request, to make room "
+        "for a new one (http.max_connections reached)"
+    ]
+    assert guard.victim([busy, sending, idle, uploading, silent]) is silent
+    assert guard.victim([busy, sending, idle, uploading]) is idle
+    assert guard.victim([busy, sending, uploading]) is uploading
+    assert guard.victim([busy, sending, closing]) is None
+    guard.release("10.0.0.1")
+    assert not guard.over_capacity
 
 
 @pytest.fixture
