@@ -72,7 +72,8 @@ C = TypeVar("C", bound=Connection)
 
 
 class Guard:
-    """Per-address counts and the deadlines, shared by the listeners of one port."""
+    """Connection counts, whom to close to make room, and the deadlines; shared by the listeners
+    of one port. Counting is thread-safe; `victim` and `sweep` run in the I/O thread."""
 
     def __init__(
         self,
