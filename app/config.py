@@ -68,8 +68,18 @@ class Thrift:
 
 @dataclass(frozen=True)
 class Http:
+    """The HTTP port (the console port): event receiver, `/health`; limits of `app.node.http_server`."""
+
     enabled: bool = True  # POST /events/<stream>:<version>, when the registry has no http receiver entry
     max_request_bytes: int = 16 * 1024 * 1024
+    max_header_bytes: int = 64 * 1024  # request line and headers
+    max_json_depth: int = 64  # nesting of arrays and objects in a JSON body
+    threads: int = 8  # requests served at once; the others wait their turn
+    max_connections: int = 1000  # open connections; past this, one waiting for its request makes room
+    max_connections_per_address: int = 50  # past this, a client address's new connections are refused
+    header_timeout_seconds: float = 10.0  # from connecting (later: a request's first byte) to its last header
+    body_timeout_seconds: float = 60.0  # from the end of the headers to the last byte of the body
+    idle_timeout_seconds: float = 30.0  # a keep-alive connection with no request in that time is closed
 
 
 @dataclass(frozen=True)
@@ -243,9 +253,20 @@ def _validate(cfg: Config) -> None:
     if cfg.ha.renew_seconds >= cfg.ha.lease_seconds:
         msg = "ha.renew_seconds must be less than ha.lease_seconds"
         raise ConfigError(msg)
-    if cfg.http.max_request_bytes <= 0:
-        msg = "http.max_request_bytes must be positive"
-        raise ConfigError(msg)
+    for key in (
+        "max_request_bytes",
+        "max_header_bytes",
+        "max_json_depth",
+        "threads",
+        "max_connections",
+        "max_connections_per_address",
+        "header_timeout_seconds",
+        "body_timeout_seconds",
+        "idle_timeout_seconds",
+    ):
+        if getattr(cfg.http, key) <= 0:
+            msg = f"http.{key} must be positive"
+            raise ConfigError(msg)
     if cfg.login.max_failures < 1 or cfg.login.max_concurrent_checks < 1:
         msg = "login.max_failures and login.max_concurrent_checks must be at least 1"
         raise ConfigError(msg)

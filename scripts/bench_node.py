@@ -21,6 +21,7 @@ Prints one table; exits 1 when a row is missing.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import multiprocessing
 import os
@@ -167,8 +168,11 @@ def wait_ready(process: subprocess.Popen[bytes], offset: int, tmp: Path) -> None
         if process.poll() is not None:
             raise SystemExit(f"cepheus server exited:\n{(tmp / 'server.log').read_text()}")
         try:
-            url = f"http://127.0.0.1:{9763 + offset}/health"
-            with urllib.request.urlopen(url, timeout=1) as reply:  # noqa: S310 - local node
+            url = f"http://127.0.0.1:{9763 + offset}/health/details"
+            request = urllib.request.Request(url)
+            token = base64.b64encode(f"admin:{PASSWORD}".encode()).decode()
+            request.add_header("Authorization", f"Basic {token}")
+            with urllib.request.urlopen(request, timeout=1) as reply:  # noqa: S310 - local node
                 health = json.loads(reply.read())
             if health["plans"].get("benchFilter", {}).get("state") == "running" and health["adapters"]:
                 return

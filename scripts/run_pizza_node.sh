@@ -22,7 +22,7 @@ cat <<INFO
     publish the sample events (55 s):  CEPHEUS_PASSWORD="\$(cat var/admin-password)" $BIN/python scripts/pizza_shop_publisher.py --port $((7611 + offset)) --ca-file var/tls/cert.pem
     or any JSON Lines / CSV file:       $BIN/cepheus publish --url tcp://127.0.0.1:$((7611 + offset)) --stream orderStream:1.0.0 --ca-file var/tls/cert.pem --password "\$(cat var/admin-password)" FILE
     or over HTTP:                       curl -u admin:"\$(cat var/admin-password)" -d '[["Order9","Ann","1","x","y"]]' http://127.0.0.1:$((9763 + offset))/events/orderStream:1.0.0
-    health:                             curl http://127.0.0.1:$((9763 + offset))/health
+    health (details need the login):    curl -u admin:"\$(cat var/admin-password)" http://127.0.0.1:$((9763 + offset))/health/details
     results (table delivered_orders):   $BIN/python -c 'import sqlite3; print(sqlite3.connect("var/pizza.db").execute("select * from delivered_orders").fetchall())'
   (If CEPHEUS_ADMIN_PASSWORD was set for the first start, use that instead of var/admin-password.)
 

@@ -20,6 +20,7 @@ LOG_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 def setup_logging(level: str) -> None:
     logging.basicConfig(level=level.upper(), format=LOG_FORMAT, stream=sys.stderr, force=True)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per HTTP request
+    logging.getLogger("waitress.queue").setLevel(logging.ERROR)  # a line per request waiting for a worker
     logging.getLogger("alembic").setLevel(logging.WARNING)
 
 

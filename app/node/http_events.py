@@ -1,8 +1,9 @@
 """The HTTP JSON receiver: `POST /events/<name>:<version>` with a JSON list of events.
 
-Basic authentication against the registry's users. The whole request is checked before any
-event is accepted (all or nothing); the reply is `{"accepted": n}`, or an error object with
-a message naming the event and attribute. Event formats: `app.node.event_input`.
+Basic authentication against the registry's users (`app.node.http_api`). A body nesting
+deeper than `max_json_depth` is refused before it is parsed. The whole request is checked
+before any event is accepted (all or nothing); the reply is `{"accepted": n}`, or an error
+object with a message naming the event and attribute. Event formats: `app.node.event_input`.
 """
 
 from __future__ import annotations
@@ -15,12 +16,9 @@ from flask import Blueprint, Response, request
 from app.node.auth import Credentials
 from app.node.catalog import StreamCatalog
 from app.node.event_input import EventFormatError, rows_from_json
+from app.node.http_api import json_error, login_refusal
 from app.node.ingress import Ingress, wall_ms
-
-
-def _error(status: int, message: str, **headers: str) -> Response:
-    body = json.dumps({"error": message})
-    return Response(body, status=status, mimetype="application/json", headers=headers)
+from app.node.json_body import JsonBodyError, load_json
 
 
 def events_blueprint(
@@ -29,47 +27,38 @@ def events_blueprint(
     credentials: Credentials,
     max_request_bytes: int,
     enabled: Callable[[], bool] = lambda: True,
+    max_json_depth: int = 64,
 ) -> Blueprint:
     bp = Blueprint("events", __name__)
 
     @bp.post("/events/<stream_id>")
     def publish(stream_id: str) -> Response:
         if not enabled():
-            return _error(503, "the HTTP receiver is stopping")
-        auth = request.authorization
-        if (
-            auth is None
-            or auth.type != "basic"
-            or not credentials.check(
-                auth.username or "", auth.password or "", request.remote_addr or "", "http"
-            ).ok
-        ):
-            return _error(
-                401,
-                "user name and password required (HTTP basic)",
-                **{"WWW-Authenticate": 'Basic realm="cepheus"'},
-            )
+            return json_error(503, "the HTTP receiver is stopping")
+        refusal = login_refusal(credentials)
+        if refusal is not None:
+            return refusal
         if ":" not in stream_id:
-            return _error(
+            return json_error(
                 404, f"stream {stream_id!r}: give the stream as name:version, e.g. /events/orderStream:1.0.0"
             )
         stream = catalog.get(stream_id)
         if stream is None:
-            return _error(404, f"stream {stream_id} is not defined")
+            return json_error(404, f"stream {stream_id} is not defined")
         length = request.content_length
         if length is not None and length > max_request_bytes:
-            return _error(413, f"the request has {length} bytes; the limit is {max_request_bytes}")
+            return json_error(413, f"the request has {length} bytes; the limit is {max_request_bytes}")
         raw = request.get_data(cache=False)
         if len(raw) > max_request_bytes:
-            return _error(413, f"the request is larger than the limit of {max_request_bytes} bytes")
+            return json_error(413, f"the request is larger than the limit of {max_request_bytes} bytes")
         try:
-            body = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            return _error(400, f"the body is not JSON: {exc}")
+            body = load_json(raw, max_json_depth)
+        except JsonBodyError as exc:
+            return json_error(400, str(exc))
         try:
             rows, stamps = rows_from_json(body, stream)
         except EventFormatError as exc:
-            return _error(400, str(exc))
+            return json_error(400, str(exc))
         now = wall_ms()
         ingress.publish_rows(stream_id, rows, [now if t is None else t for t in stamps])
         return Response(json.dumps({"accepted": len(rows)}), mimetype="application/json")

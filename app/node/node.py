@@ -25,11 +25,13 @@ from app.node.auth import Credentials, LoginThrottle, ThrottleSettings
 from app.node.catalog import StreamCatalog
 from app.node.errors import NodeError
 from app.node.http_events import events_blueprint
+from app.node.http_limits import Limits
+from app.node.http_server import WebServer
 from app.node.ingress import Ingress
 from app.node.outputs import OutputHub
 from app.node.plans import PlanManager
 from app.node.receiver import RegistryHandler
-from app.node.web import WebServer, create_web_app
+from app.node.web import create_web_app
 from app.private_files import private_dir
 from app.registry import Change, Receiver, Registry
 
@@ -54,6 +56,20 @@ def login_throttle(login: Login) -> LoginThrottle:
             max_lockout_seconds=login.max_lockout_seconds,
             max_concurrent_checks=login.max_concurrent_checks,
         )
+    )
+
+
+def http_limits(cfg: Config) -> Limits:
+    http = cfg.http
+    return Limits(
+        threads=http.threads,
+        max_connections=http.max_connections,
+        max_connections_per_address=http.max_connections_per_address,
+        header_timeout=http.header_timeout_seconds,
+        body_timeout=http.body_timeout_seconds,
+        idle_timeout=http.idle_timeout_seconds,
+        max_header_bytes=http.max_header_bytes,
+        max_body_bytes=http.max_request_bytes,
     )
 
 
@@ -118,10 +134,11 @@ class Node:
             self.credentials,
             cfg.http.max_request_bytes,
             enabled=lambda: self._http_open,
+            max_json_depth=cfg.http.max_json_depth,
         )
-        app = create_web_app([bp], self.health)
+        app = create_web_app([bp], self.health, self.credentials)
         try:
-            self.web = WebServer(app, cfg.console.host, cfg.console_port)
+            self.web = WebServer(app, cfg.console.host, cfg.console_port, http_limits(cfg))
         except OSError as exc:
             msg = (
                 f"http cannot listen on {cfg.console.host}:{cfg.console_port} ({exc.strerror}); "
@@ -130,7 +147,7 @@ class Node:
             raise NodeError(msg) from None
         self.web.start()
         log.info(
-            "http listening on %s:%d (/health, POST /events/<stream>:<version>)",
+            "http listening on %s:%d (/health, /health/details, POST /events/<stream>:<version>)",
             cfg.console.host,
             self.web.port,
         )

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -93,8 +94,13 @@ def running_node(config: Config) -> Iterator[Node]:
         node.stop()
 
 
-def get_json(url: str, timeout: float = 5.0) -> Any:
-    with urllib.request.urlopen(url, timeout=timeout) as reply:  # noqa: S310 - test URL
+def get_json(url: str, timeout: float = 5.0, password: str | None = None) -> Any:
+    """GET `url` as JSON; with `password`, logged in as admin (HTTP basic)."""
+    request = urllib.request.Request(url)
+    if password is not None:
+        token = base64.b64encode(f"admin:{password}".encode()).decode()
+        request.add_header("Authorization", f"Basic {token}")
+    with urllib.request.urlopen(request, timeout=timeout) as reply:  # noqa: S310 - test URL
         return json.loads(reply.read())
 
 
@@ -189,7 +195,8 @@ class NodeProcess:
             return False
 
     def health(self) -> Any:
-        return get_json(f"http://127.0.0.1:{self.console_port}/health")
+        """The node's detailed health report (plans, adapters, counts)."""
+        return get_json(f"http://127.0.0.1:{self.console_port}/health/details", password=ADMIN_PASSWORD)
 
     def stop(self, timeout: float = 60.0) -> int:
         """SIGTERM, then wait; returns the exit code."""

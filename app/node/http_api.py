@@ -1,0 +1,40 @@
+"""What every endpoint of the node's HTTP port shares: JSON error replies and basic authentication.
+
+`json_error` is the one shape of an error, `{"error": "..."}`. `login_refusal` checks the
+request's basic credentials with `Credentials` (throttled, logged there) and gives the reply
+for a refused one: 401 without credentials or with wrong ones (the messages differ, so a
+client can tell a missing header from a typo), 429 with `Retry-After` while the address or
+the user is locked out. The client address is the socket's peer: `X-Forwarded-For` and its
+kin are never trusted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from flask import Response, request
+
+from app.node.auth import Credentials, Outcome
+
+CHALLENGE = {"WWW-Authenticate": 'Basic realm="cepheus", charset="UTF-8"'}
+
+
+def json_error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    body = json.dumps({"error": message})
+    return Response(body, status=status, mimetype="application/json", headers=headers)
+
+
+def login_refusal(credentials: Credentials, via: str = "http") -> Response | None:
+    """None when the request carries valid basic credentials, else the reply to send."""
+    auth = request.authorization
+    if auth is None or auth.type != "basic" or auth.username is None:
+        return json_error(401, "user name and password required (HTTP basic)", CHALLENGE)
+    address = request.environ.get("REMOTE_ADDR") or ""
+    verdict = credentials.check(auth.username, auth.password or "", address, via)
+    if verdict.outcome is Outcome.ACCEPTED:
+        return None
+    if verdict.outcome is Outcome.THROTTLED:
+        retry = str(max(1, math.ceil(verdict.retry_after)))
+        return json_error(429, verdict.message, {"Retry-After": retry})
+    return json_error(401, verdict.message or "wrong user name or password", CHALLENGE)

@@ -1,0 +1,41 @@
+"""`app.config`: the `[http]` limits load from the file and the environment and are checked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.config import load
+from engine.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_shipped_config_documents_every_http_key() -> None:
+    shipped = load(REPO / "conf" / "cepheus.toml", env={})
+    assert shipped.http == load(env={}).http
+    text = (REPO / "conf" / "cepheus.toml").read_text(encoding="utf-8")
+    section = text.split("[http]", 1)[1].split("\n[", 1)[0]
+    keys = {
+        line.split("=")[0].strip()
+        for line in section.splitlines()
+        if "=" in line and not line.startswith("#")
+    }
+    assert keys == set(type(shipped.http).__dataclass_fields__)
+
+
+def test_http_limits_from_the_environment() -> None:
+    cfg = load(
+        env={
+            "CEPHEUS__HTTP__MAX_CONNECTIONS_PER_ADDRESS": "3",
+            "CEPHEUS__HTTP__HEADER_TIMEOUT_SECONDS": "2.5",
+        }
+    )
+    assert (cfg.http.max_connections_per_address, cfg.http.header_timeout_seconds) == (3, 2.5)
+
+
+@pytest.mark.parametrize("key", ["threads", "max_json_depth", "idle_timeout_seconds", "max_connections"])
+def test_http_limit_must_be_positive(key: str) -> None:
+    with pytest.raises(ConfigError, match=f"^http.{key} must be positive$"):
+        load(env={}, overrides={"http": {key: 0}})
