@@ -169,6 +169,8 @@ def test_installed_node_migrates_serves_and_stores_published_events(
                 "temps:1.0.0",
                 "--password",
                 PASSWORD,
+                "--ca-file",
+                "var/tls/cert.pem",
                 "temps.jsonl",
             ],
             here,
