@@ -5,9 +5,13 @@ the test prints what it tried and what happened."""
 
 from __future__ import annotations
 
+import base64
+import json
 import socket
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +36,7 @@ LIMITS = {
     "login_timeout_seconds": 2.0,
     "message_timeout_seconds": 3.0,
 }
+HTTP_LIMITS = {"header_timeout_seconds": 2.0, "max_connections_per_address": 20}
 PUBLISH = b"\x80\x01\x00\x01\x00\x00\x00\x07publish\x00\x00\x00\x01\x0c\x00\x01"
 
 
@@ -40,6 +45,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
     tmp = tmp_path_factory.mktemp("hostile")
     process = NodeProcess(tmp, f"sqlite:///{tmp / 'registry.db'}")
     process.sections["thrift"].update(LIMITS)
+    process.sections["http"] = dict(HTTP_LIMITS)
     process.config_path.write_text(toml_config(process.sections), encoding="utf-8")
     process.start()
     yield process
@@ -289,3 +295,75 @@ def test_password_guessing_is_throttled_and_does_not_slow_publishing(
     assert outcomes.get("throttled", 0) > 5 * outcomes.get("wrong password", 0)
     assert during < 2 * baseline + 0.5
     assert refusal_lines
+
+
+def http(
+    node: NodeProcess, path: str, body: bytes | None = None, password: str = ADMIN_PASSWORD
+) -> tuple[int, dict[str, str], bytes]:
+    token = base64.b64encode(f"admin:{password}".encode()).decode()
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{node.console_port}{path}",
+        data=body,
+        headers={"Authorization": f"Basic {token}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as reply:  # noqa: S310 - test URL
+            return reply.status, dict(reply.headers), reply.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
+
+
+def test_http_slow_headers_and_floods_do_not_block_the_port(
+    node: NodeProcess, report: list[tuple[str, str, str]]
+) -> None:
+    slow = [connect_from("127.0.0.30", node.console_port) for _ in range(15)]
+    flood = [connect_from("127.0.0.31", node.console_port) for _ in range(30)]
+    try:
+        for sock in slow:
+            sock.sendall(b"G")
+        time.sleep(0.3)
+        start = time.monotonic()
+        status, _, _ = http(node, "/health")
+        answered = time.monotonic() - start
+        over = sum(b"429" in closed(sock, 1)[1] for sock in flood)
+        for step in range(6):
+            for sock in slow:
+                try:
+                    sock.sendall(b"GET /health HTTP/1.1\r\n"[step + 1 : step + 2])
+                except OSError:
+                    pass
+            time.sleep(0.5)
+        dropped = sum(closed(sock, 2)[0] for sock in slow)
+    finally:
+        for sock in slow + flood:
+            sock.close()
+    report.append(
+        (
+            "HTTP slow headers and flood",
+            "15 connections sending a header byte every 0.5 s, 30 idle connections from one address",
+            f"/health answered {status} in {answered * 1000:.0f} ms meanwhile; {over} of the 30 refused with 429; "
+            f"{dropped} of the 15 slow ones dropped after the header deadline",
+        )
+    )
+    assert status == 200 and answered < 1
+    assert over >= 10
+    assert dropped == 15
+
+
+def test_http_bodies_and_passwords_that_attack(node: NodeProcess, report: list[tuple[str, str, str]]) -> None:
+    deep_status, _, deep_body = http(node, "/events/probeStream:1.0.0", b"[" * 100_000)
+    lost_status, _, lost_body = http(node, "/no/such/page")
+    statuses = [http(node, "/events/probeStream:1.0.0", b"[]", password=f"guess{i}")[0] for i in range(12)]
+    _, headers, throttled = http(node, "/events/probeStream:1.0.0", b"[]", password="guess-last")
+    report.append(
+        (
+            "HTTP bodies and passwords",
+            "100,000 nested '[' in a body; an unknown page; 13 wrong basic-auth passwords",
+            f"{deep_status} {json.loads(deep_body)['error'][:60]!r}; {lost_status} JSON; "
+            f"passwords answered {sorted(set(statuses))}, then {throttled.decode()[:70]!r}",
+        )
+    )
+    assert deep_status == 400 and "error" in json.loads(deep_body)
+    assert lost_status == 404 and "error" in json.loads(lost_body)
+    assert statuses.count(401) <= 5 and 429 in statuses
+    assert "Retry-After" in headers
