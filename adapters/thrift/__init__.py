@@ -1,6 +1,6 @@
 """WSO2 Data Bridge over Thrift: the node's receiver, a client, and the WSO2Event forwarder.
 
-Wire-compatible with stock WSO2 Gen-1 and Gen-2 clients (`shared/PROTOCOL-databridge.md`).
+Wire-compatible with stock WSO2 Gen-1 and Gen-2 clients (the Data Bridge protocol: docs/architecture.md, "Thrift").
 Modules, each with one job:
 
 - `databridge.thrift` / `idl`: the IDL, loaded with thriftpy2 into method tables;

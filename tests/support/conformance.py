@@ -1,4 +1,4 @@
-"""Run the Siddhi conformance cases (`../shared/conformance/*.jsonl`) through `cepheus
+"""Run the Siddhi conformance cases (`tests/conformance/*.jsonl`) through `cepheus
 run` / `cepheus validate` and compare with what each Siddhi test asserts."""
 
 from __future__ import annotations

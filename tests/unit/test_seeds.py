@@ -1,4 +1,4 @@
-"""The plans of the original WSO2 material (samples/, copied from shared/seeds)."""
+"""The plans of the original WSO2 material (samples/)."""
 
 from __future__ import annotations
 
