@@ -5,13 +5,23 @@ client address cannot take a port's whole budget; then each port's own budget
 (`max_connections` for the plain port, `max_tls_connections` for the TLS login port), kept
 apart so that a flood of one port cannot lock publishers out of the other. A refusal is a
 sentence naming the limit and its configuration key, for the client and the log.
-Pure bookkeeping, thread-safe; imports nothing of ours.
+Addresses count per `client_key` (IPv6 per /64). Pure bookkeeping, thread-safe.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
+from typing import NamedTuple
+
+from adapters.addresses import client_key
+
+PER_ADDRESS_KEY = "thrift.max_connections_per_address"
+
+
+class Refusal(NamedTuple):
+    key: str  # the configuration key of the limit that was hit
+    reason: str  # a sentence for the client and the log
 
 
 class Admission:
@@ -23,27 +33,33 @@ class Admission:
         self._open: Counter[str] = Counter()
         self._by_address: Counter[str] = Counter()
 
-    def admit(self, kind: str, address: str) -> str | None:
+    def admit(self, kind: str, address: str) -> Refusal | None:
         """Count a new connection of `kind` from `address`, or say why it is refused."""
         limit, key = self._limits[kind]
+        client = client_key(address)
         with self._lock:
-            if self._by_address[address] >= self._per_address:
-                return (
-                    f"{self._per_address} connections from {address} are open already "
-                    "(thrift.max_connections_per_address); close idle ones or raise the limit"
+            if self._by_address[client] >= self._per_address:
+                reason = (
+                    f"{self._per_address} connections from {client} are open already "
+                    f"({PER_ADDRESS_KEY}); close idle ones or raise the limit"
                 )
+                return Refusal(PER_ADDRESS_KEY, reason)
             if self._open[kind] >= limit:
-                return f"the {kind} port has its maximum of {limit} connections open ({key}); try again later"
+                reason = (
+                    f"the {kind} port has its maximum of {limit} connections open ({key}); try again later"
+                )
+                return Refusal(key, reason)
             self._open[kind] += 1
-            self._by_address[address] += 1
+            self._by_address[client] += 1
         return None
 
     def release(self, kind: str, address: str) -> None:
+        client = client_key(address)
         with self._lock:
             self._open[kind] -= 1
-            self._by_address[address] -= 1
-            if self._by_address[address] <= 0:
-                del self._by_address[address]
+            self._by_address[client] -= 1
+            if self._by_address[client] <= 0:
+                del self._by_address[client]
 
     def open_count(self, kind: str | None = None) -> int:
         with self._lock:

@@ -1,18 +1,19 @@
 """`InflightBudget`: the bytes of partly received messages that all connections may hold at once.
 
-Each connection's `Reader` adds what it reads from its socket and gives it back when its
-message is done, so the memory that clients can make the node hold is bounded node-wide,
-whatever the number of connections: a reader that finds the budget spent waits before it
-reads (back-pressure on its client) up to a timeout, then gives up and its connection
-closes. Bytes are counted once read, not reserved before, so an idle connection waiting for
-its next message holds nothing; the budget can therefore be overshot by at most one read
-per connection that is reading at that moment.
+Each connection's `Reader` takes room from the budget before it reads from its socket (and
+gives back what the read did not fill), and gives the rest back when its message is done,
+so the bytes that clients can make the node hold never exceed the budget, whatever the
+number of connections. A reader that finds no room waits (back-pressure on its client) up
+to a timeout, then gives up and its connection closes. A connection waiting for its next
+message takes only a small first read (`FIRST_READ`), so idle connections hold little.
 Thread-safe; imports nothing of ours.
 """
 
 from __future__ import annotations
 
 import threading
+
+FIRST_READ = 4096  # what a connection waiting for a message may read (and hold) at first
 
 
 class InflightBudget:
@@ -26,14 +27,13 @@ class InflightBudget:
         with self._freed:
             return self._held
 
-    def wait_for_room(self, timeout: float | None) -> bool:
-        """Wait up to `timeout` seconds until the budget is not spent; False if it stayed spent."""
+    def take(self, n: int, timeout: float | None) -> bool:
+        """Take `n` bytes, waiting up to `timeout` seconds for the room; False if it never came."""
         with self._freed:
-            return self._freed.wait_for(lambda: self._held < self.limit, timeout)
-
-    def add(self, n: int) -> None:
-        with self._freed:
+            if not self._freed.wait_for(lambda: self._held + n <= self.limit, timeout):
+                return False
             self._held += n
+            return True
 
     def give(self, n: int) -> None:
         if n <= 0:

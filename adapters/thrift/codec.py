@@ -3,8 +3,8 @@
 Owns the byte level of Thrift (PROTOCOL §2): big-endian integers, doubles, length-prefixed
 strings, and skipping values of any type. `Reader` pulls bytes from a socket only as they
 arrive and refuses, before allocating, any message that would exceed its byte budget, so a
-hostile length prefix costs nothing; with an `InflightBudget` it also counts every byte it
-reads against that node-wide budget until its message is done. Knows nothing of services or
+hostile length prefix costs nothing; with an `InflightBudget` it also takes every byte it
+reads from that node-wide budget until its message is done. Knows nothing of services or
 bundles.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
-from adapters.thrift.budget import InflightBudget
+from adapters.thrift.budget import FIRST_READ, InflightBudget
 from adapters.thrift.errors import ConnectionClosed, ThriftProtocolError
 
 STOP, BOOL, BYTE, DOUBLE, I16 = 0, 2, 3, 4, 6
@@ -129,14 +129,20 @@ class Reader:
 
     def _recv_within_budget(self, want: int) -> bytes:
         assert self._budget is not None
-        if not self._budget.wait_for_room(self._wait):
+        if self._held == 0:  # waiting for a message: a connection may idle here, holding little
+            want = min(want, FIRST_READ)
+        if not self._budget.take(want, self._wait):
             msg = (
                 f"the node already holds its limit of {self._budget.limit} bytes of unfinished messages "
                 "(thrift.max_inflight_bytes); send again later"
             )
             raise ThriftProtocolError(msg)
-        chunk = self._recv(want)
-        self._budget.add(len(chunk))
+        try:
+            chunk = self._recv(want)
+        except BaseException:
+            self._budget.give(want)
+            raise
+        self._budget.give(want - len(chunk))
         self._held += len(chunk)
         return chunk
 

@@ -87,7 +87,9 @@ def read_args(r: Reader, method: Method) -> dict[str, ArgValue]:
         if spec is None or spec[0] != ftype:
             r.skip(ftype)
         elif ftype == STRING:
-            args[spec[1]] = r.string()
+            value = args[spec[1]] = r.string()
+            if spec[1] == "sessionId" and r.on_session is not None:
+                r.on_session(value)
         elif ftype == STRUCT:
             args[spec[1]] = read_bundle(r)
         else:

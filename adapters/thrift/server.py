@@ -31,7 +31,8 @@ import threading
 import time
 from typing import Any
 
-from adapters.thrift.admission import Admission
+from adapters.output.throttle import Burst
+from adapters.thrift.admission import PER_ADDRESS_KEY, Admission, Refusal
 from adapters.thrift.budget import InflightBudget
 from adapters.thrift.codec import Reader
 from adapters.thrift.errors import ConnectionClosed, ThriftProtocolError
@@ -48,8 +49,10 @@ from engine.errors import AdapterError
 log = logging.getLogger(__name__)
 
 _ACCEPT_POLL_SECONDS = 0.5
+_ACCEPT_PAUSE_SECONDS = 1.0
 _NOTE_INTERVAL = 10.0
 _NOTE_KEYS = 10_000
+_NOTE_BURST = 30  # lines about peers per interval, all peers together
 _REFUSERS = 16  # threads telling refused clients why, at most; beyond, refusals just close
 _REFUSAL_SECONDS = 2.0
 _REFUSAL_QUIET_SECONDS = 0.5
@@ -79,6 +82,7 @@ class DataBridgeServer:
         self._connections: set[_Connection] = set()
         self._tls: ssl.SSLContext | None = None
         self._last_note: dict[tuple[str, str], float] = {}
+        self._burst = Burst(_NOTE_BURST, _NOTE_INTERVAL)
         self.port = 0
         self.tls_port: int | None = None
 
@@ -175,11 +179,10 @@ class DataBridgeServer:
                 conn, peer = listener.accept()
             except TimeoutError:
                 continue
-            except OSError:
+            except OSError as exc:
                 if self._stopping.is_set():
                     return
-                log.warning("thrift accept failed", exc_info=True)
-                time.sleep(_ACCEPT_POLL_SECONDS)
+                self._accept_failed(exc)
                 continue
             conn.settimeout(None)
             address = str(peer[0])
@@ -188,29 +191,58 @@ class DataBridgeServer:
                     conn.close()
                     return
                 refusal = self.admission.admit(kind, address)
-                if refusal is not None:
-                    self._refuse(conn, peer, kind, refusal)
-                    continue
-                connection = _Connection(conn, kind, Peer(address))
-                connection.thread = threading.Thread(
-                    target=self._serve,
-                    args=(connection, peer, dispatcher, tls),
-                    name=f"thrift-{peer}",
-                    daemon=True,
-                )
-                self._connections.add(connection)
-                connection.thread.start()
+                if refusal is None:
+                    self._start_serving(conn, peer, kind, dispatcher, tls)
+            if refusal is not None:
+                self._refuse(conn, peer, kind, refusal)
 
-    def _refuse(self, conn: socket.socket, peer: Any, kind: str, reason: str) -> None:
+    def _accept_failed(self, exc: OSError) -> None:
+        """Out of file descriptors (or another accept error): the listener stays readable, so
+        pause instead of spinning, and say so once per pause."""
+        self._note(
+            logging.WARNING, "", "thrift accept failed (%s); pausing %.0f s", exc, _ACCEPT_PAUSE_SECONDS
+        )
+        self._stopping.wait(_ACCEPT_PAUSE_SECONDS)
+
+    def _start_serving(
+        self, conn: socket.socket, peer: Any, kind: str, dispatcher: Dispatcher, tls: bool
+    ) -> None:
+        connection = _Connection(conn, kind, Peer(address=str(peer[0])))
+        connection.thread = threading.Thread(
+            target=self._serve, args=(connection, peer, dispatcher, tls), name=f"thrift-{peer}", daemon=True
+        )
+        self._connections.add(connection)
+        try:
+            connection.thread.start()
+        except RuntimeError as exc:  # no thread to be had (process or memory limit): this connection only
+            self._connections.discard(connection)
+            self.admission.release(kind, connection.peer.address)
+            conn.close()
+            self._note(
+                logging.WARNING, "", "thrift connection from %s closed: no thread for it (%s)", peer, exc
+            )
+
+    def _refuse(self, conn: socket.socket, peer: Any, kind: str, refusal: Refusal) -> None:
         """Log the refusal and tell the client why, in a thread of its own (bounded in number
-        and time: the accept loop must never wait on a client)."""
-        self._note(logging.WARNING, str(peer[0]), "thrift connection from %s refused: %s", peer, reason)
-        if not self._refusers.acquire(blocking=False):
+        and time: the accept loop must never wait on a client). On the TLS port only a full
+        port is explained: telling costs a handshake, which one address's excess is not worth."""
+        self._note(
+            logging.WARNING, str(peer[0]), "thrift connection from %s refused: %s", peer, refusal.reason
+        )
+        explain = kind != "tls" or refusal.key != PER_ADDRESS_KEY
+        if not explain or not self._refusers.acquire(blocking=False):
             conn.close()
             return
-        threading.Thread(
-            target=self._tell_refused, args=(conn, kind, reason), name=f"thrift-refuse-{peer}", daemon=True
-        ).start()
+        try:
+            threading.Thread(
+                target=self._tell_refused,
+                args=(conn, kind, refusal.reason),
+                name=f"thrift-refuse-{peer}",
+                daemon=True,
+            ).start()
+        except RuntimeError:
+            self._refusers.release()
+            conn.close()
 
     def _tell_refused(self, conn: socket.socket, kind: str, reason: str) -> None:
         stream = conn
@@ -308,17 +340,20 @@ class DataBridgeServer:
 
     def _note(self, level: int, address: str, message: str, *args: object) -> None:
         """Log about a misbehaving peer at `level` at most once per interval per kind of
-        message and client address, else at DEBUG, so that a port scan or a broken client
-        cannot flood the log."""
+        message and client address, and at most `_NOTE_BURST` lines per interval in all, else
+        at DEBUG, so that a port scan, a broken client or many attackers cannot flood the log."""
         now = time.monotonic()
         key = (message, address)
         if level > logging.DEBUG and now - self._last_note.get(key, -_NOTE_INTERVAL) >= _NOTE_INTERVAL:
             if len(self._last_note) >= _NOTE_KEYS:
                 self._last_note.clear()
             self._last_note[key] = now
-            log.log(level, message, *args)
-        else:
-            log.debug(message, *args)
+            allowed, held = self._burst.allow()
+            if allowed:
+                suffix = f" ({held} more such lines held back)" if held else ""
+                log.log(level, message + suffix, *args)
+                return
+        log.debug(message, *args)
 
 
 class _Connection:
@@ -378,7 +413,7 @@ class _Timing:
         except TimeoutError as exc:
             raise ConnectionClosed(why, clean=clean) from exc
         if self._started is None:
-            self._started = now
+            self._started = time.monotonic()  # the message's clock starts with its first byte
         return data
 
 

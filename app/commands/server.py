@@ -11,6 +11,7 @@ import sqlalchemy.exc
 
 from app import config as app_config
 from app.commands.registry import DEFAULT_CONFIG, config_option
+from app.file_limits import raise_open_files_limit
 from app.private_files import PRIVATE_UMASK
 from engine.errors import CEPError
 
@@ -47,6 +48,7 @@ def server(config_path: str | None, port_offset: int | None) -> None:
         sys.exit(1)
     setup_logging(cfg.node.log_level)
     os.umask(PRIVATE_UMASK)  # whatever the node creates (data dir, databases, TLS files) is private
+    raise_open_files_limit(cfg)
     node = Node(cfg, admin_password=os.environ.get("CEPHEUS_ADMIN_PASSWORD") or None)
     try:
         node.run_until_signalled()

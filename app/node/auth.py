@@ -13,7 +13,9 @@ scrypt makes one check cost tens of milliseconds of CPU on purpose. Two conseque
   addresses guessing at once cannot take every core from event processing either.
 
 Every refusal is one log line with the client's address (a locked-out address is reported
-once per lockout, with how many attempts it made meanwhile).
+once per lockout), at most `_LOG_BURST` lines per interval in all, with the count of those
+held back. Client addresses count per `client_key` (IPv6 per /64); a user name longer than
+64 characters is cut short in logs and keys.
 """
 
 from __future__ import annotations
@@ -22,13 +24,22 @@ import enum
 import hashlib
 import hmac
 import logging
+import math
 import secrets
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from adapters.addresses import client_key
+from adapters.output.throttle import Burst
+
 log = logging.getLogger(__name__)
+
+_LOG_BURST = 30  # refusal lines per interval, all clients together; the rest at DEBUG
+_LOG_INTERVAL = 10.0
+_MAX_KNOWN = 100_000
+_NAME_CHARS = 64
 
 
 class Outcome(enum.Enum):
@@ -155,80 +166,110 @@ class LoginThrottle:
 
 
 class Credentials:
-    """Checks logins for every receiver of the node (Thrift `connect`, HTTP basic)."""
+    """Checks logins for every receiver of the node (Thrift `connect`, HTTP basic).
+
+    A user name under lockout (guessed from many addresses) still logs in from an address
+    where it logged in successfully within `known_seconds`: a guesser elsewhere must not lock
+    out the publishers that use the account every day.
+    """
 
     def __init__(
         self,
         verify: Callable[[str, str], bool],
         ttl: float = 60.0,
         throttle: LoginThrottle | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        known_seconds: float = 7 * 24 * 3600.0,
     ) -> None:
         self._verify = verify
         self._ttl = ttl
+        self._clock = clock
+        self._known_seconds = known_seconds
         self._salt = secrets.token_bytes(16)
         self._lock = threading.Lock()
         self._good: dict[str, tuple[bytes, float]] = {}
-        self.throttle = throttle if throttle is not None else LoginThrottle()
+        self._known: dict[tuple[str, str], float] = {}  # (user, client) -> last successful login
+        self.throttle = throttle if throttle is not None else LoginThrottle(clock=clock)
         self._checks = threading.BoundedSemaphore(self.throttle.settings.max_concurrent_checks)
+        self._log_lines = Burst(_LOG_BURST, _LOG_INTERVAL, clock)
 
     def check(self, username: str, password: str, address: str = "", via: str = "login") -> Verdict:
         """Whether `username`/`password` may log in from `address` (`via` names the receiver
         in log lines: "thrift", "http")."""
         digest = hashlib.sha256(self._salt + password.encode("utf-8", "surrogatepass")).digest()
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             cached = self._good.get(username)
-        if cached is not None and cached[1] > now and hmac.compare_digest(cached[0], digest):
-            return ACCEPTED
-        keys = (f"address {address or '?'}", f"user {username}")
-        locked = self.throttle.locked(keys)
+            if cached is not None and cached[1] > now and hmac.compare_digest(cached[0], digest):
+                self._good[username] = (digest, now + self._ttl)  # kept while in use
+                return ACCEPTED
+        client = client_key(address) if address else "?"
+        name = _shown(username)
+        keys = (f"address {client}", f"user {name}")
+        with self._lock:
+            known = now - self._known.get((username, client), -math.inf) < self._known_seconds
+        checked = keys[:1] if known else keys
+        locked = self.throttle.locked(checked)
         if locked is not None:
-            return self._throttled(username, address, via, *locked)
+            return self._throttled(name, address, via, *locked)
         if not self._checks.acquire(timeout=self.throttle.settings.check_wait_seconds):
-            log.warning(
-                "%s login of user %r from %s refused: the node is busy checking passwords",
-                via,
-                username,
-                address or "?",
+            self._log(
+                "%s login of user %r from %s refused: the node is busy checking passwords", via, name, address
             )
             return Verdict(Outcome.THROTTLED, "too many logins at once; try again shortly", 1.0)
         try:
-            locked = self.throttle.locked(keys)  # failures while this attempt waited its turn
+            locked = self.throttle.locked(checked)  # failures while this attempt waited its turn
             good = locked is None and self._verify(username, password)
         finally:
             self._checks.release()
         if locked is not None:
-            return self._throttled(username, address, via, *locked)
+            return self._throttled(name, address, via, *locked)
         if not good:
             lockout = self.throttle.failed(keys)
             suffix = f"; further attempts refused for {lockout:g} s" if lockout else ""
-            log.warning(
+            self._log(
                 "%s login of user %r from %s refused: wrong user name or password%s",
                 via,
-                username,
-                address or "?",
+                name,
+                address,
                 suffix,
             )
             return Verdict(Outcome.WRONG, "wrong user name or password")
         self.throttle.succeeded(keys)
         with self._lock:
             self._good[username] = (digest, now + self._ttl)
+            if len(self._known) >= _MAX_KNOWN:
+                self._known.clear()
+            self._known[(username, client)] = now
         return ACCEPTED
 
-    def _throttled(self, username: str, address: str, via: str, key: str, left: float) -> Verdict:
+    def _throttled(self, name: str, address: str, via: str, key: str, left: float) -> Verdict:
         if self.throttle.refused_since_lockout(key) == 1:  # once per lockout, not per attempt
-            log.warning(
+            self._log(
                 "%s login of user %r from %s refused: %s is locked out for %.1f s after repeated failures",
                 via,
-                username,
-                address or "?",
+                name,
+                address,
                 key,
                 left,
             )
         message = f"too many failed logins ({key}); try again in {max(1, round(left))} s"
         return Verdict(Outcome.THROTTLED, message, left)
 
+    def _log(self, message: str, via: str, name: str, address: str, *rest: object) -> None:
+        allowed, held = self._log_lines.allow()
+        if allowed:
+            suffix = f" ({held} more refusals not logged)" if held else ""
+            log.warning(message + suffix, via, name, address or "?", *rest)
+        else:
+            log.debug(message, via, name, address or "?", *rest)
+
     def forget(self) -> None:
         """Drop every cached check (users or passwords changed)."""
         with self._lock:
             self._good.clear()
+
+
+def _shown(username: str) -> str:
+    """A user name as logs and throttle keys show it: a hostile one may be 64 KB long."""
+    return username if len(username) <= _NAME_CHARS else username[:_NAME_CHARS] + "…"

@@ -15,8 +15,17 @@ def test_one_address_cannot_take_a_whole_port() -> None:
     gate = admission()
     assert [gate.admit("plain", "10.0.0.1") for _ in range(3)] == [None] * 3
     refusal = gate.admit("plain", "10.0.0.1")
-    assert refusal is not None and "10.0.0.1" in refusal and "max_connections_per_address" in refusal
+    assert refusal is not None and refusal.key == "thrift.max_connections_per_address"
+    assert "10.0.0.1" in refusal.reason
     assert gate.admit("plain", "10.0.0.2") is None
+
+
+def test_an_ipv6_client_counts_per_slash_64() -> None:
+    gate = admission()
+    for i in range(3):
+        assert gate.admit("plain", f"2001:db8::{i + 1}") is None
+    refusal = gate.admit("plain", "2001:db8::ffff")
+    assert refusal is not None and "2001:db8::/64" in refusal.reason
 
 
 def test_the_per_address_budget_spans_both_ports() -> None:
@@ -32,7 +41,7 @@ def test_a_full_plain_port_does_not_lock_out_logins() -> None:
     gate.admit("plain", "10.0.0.1")
     gate.admit("plain", "10.0.0.2")
     refusal = gate.admit("plain", "10.0.0.3")
-    assert refusal is not None and "thrift.max_connections" in refusal
+    assert refusal is not None and refusal.key == "thrift.max_connections"
     assert gate.admit("tls", "10.0.0.3") is None
 
 
@@ -40,7 +49,7 @@ def test_a_full_login_port_says_so() -> None:
     gate = admission(tls=1)
     gate.admit("tls", "10.0.0.1")
     refusal = gate.admit("tls", "10.0.0.2")
-    assert refusal is not None and "thrift.max_tls_connections" in refusal
+    assert refusal is not None and refusal.key == "thrift.max_tls_connections"
     assert gate.admit("plain", "10.0.0.2") is None
 
 

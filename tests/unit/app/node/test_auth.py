@@ -80,13 +80,15 @@ def test_forget_drops_every_cached_check() -> None:
     assert len(verify.calls) == 4
 
 
-def test_a_cached_check_expires_after_the_ttl() -> None:
-    verify = Verifier()
-    credentials = Credentials(verify, ttl=0.05)
+def test_a_cached_check_expires_after_the_ttl_unless_it_is_in_use() -> None:
+    verify, clock = Verifier(), Clock()
+    credentials = Credentials(verify, ttl=60, clock=clock)
     assert credentials.check("admin", "s3cret").ok is True
-    assert credentials.check("admin", "s3cret").ok is True
+    for _ in range(5):  # a client logging in every 50 s stays remembered
+        clock.now += 50
+        assert credentials.check("admin", "s3cret").ok is True
     assert len(verify.calls) == 1
-    time.sleep(0.08)
+    clock.now += 61
     verify.users["admin"] = "rotated"
     assert credentials.check("admin", "s3cret").ok is False
     assert len(verify.calls) == 2
@@ -107,7 +109,8 @@ class Clock:
 
 
 def throttled(verify: Verifier, clock: Clock, **settings: float) -> Credentials:
-    return Credentials(verify, throttle=LoginThrottle(ThrottleSettings(**settings), clock=clock))  # type: ignore[arg-type]
+    throttle = LoginThrottle(ThrottleSettings(**settings), clock=clock)  # type: ignore[arg-type]
+    return Credentials(verify, throttle=throttle, clock=clock)
 
 
 def test_an_address_that_keeps_failing_is_locked_out_without_running_the_check() -> None:
@@ -140,6 +143,37 @@ def test_a_user_guessed_from_many_addresses_is_locked_but_other_users_are_not() 
         credentials.check("admin", "guess", f"10.0.0.{i}")
     assert credentials.check("admin", "s3cret", "10.0.0.200").outcome is Outcome.THROTTLED
     assert credentials.check("bob", "hunter2", "10.0.0.200").ok
+
+
+def test_a_user_under_lockout_still_logs_in_where_it_logged_in_before() -> None:
+    verify, clock = Verifier(), Clock()
+    credentials = throttled(verify, clock, max_failures=3)
+    assert credentials.check("admin", "s3cret", "10.0.0.1").ok  # the publisher, a day ago
+    clock.now += 86_400
+    for i in range(3):
+        credentials.check("admin", "guess", f"203.0.113.{i}")  # a guesser elsewhere
+    assert credentials.check("admin", "s3cret", "10.0.0.99").outcome is Outcome.THROTTLED
+    assert credentials.check("admin", "s3cret", "10.0.0.1").ok  # its cache ran out; still welcome
+
+
+def test_an_ipv6_client_is_throttled_per_slash_64() -> None:
+    verify, clock = Verifier(), Clock()
+    credentials = throttled(verify, clock, max_failures=3)
+    for i in range(3):
+        credentials.check(f"user{i}", "guess", f"2001:db8::{i + 1}")
+    assert credentials.check("bob", "hunter2", "2001:db8::abcd").outcome is Outcome.THROTTLED
+    assert credentials.check("bob", "hunter2", "2001:db8:0:1::1").ok
+
+
+def test_refusal_lines_are_bounded_and_names_cut_short(caplog: pytest.LogCaptureFixture) -> None:
+    verify, clock = Verifier(), Clock()
+    credentials = throttled(verify, clock, max_failures=1000)
+    with caplog.at_level(logging.DEBUG, logger="app.node.auth"):
+        for i in range(100):
+            credentials.check("x" * 10_000, "guess", f"10.9.{i}.1")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert 0 < len(warnings) <= 30
+    assert max(len(line) for line in warnings) < 300
 
 
 def test_a_logged_in_client_is_not_locked_out_by_a_guesser_from_its_address() -> None:
