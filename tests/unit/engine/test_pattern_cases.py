@@ -1,0 +1,75 @@
+"""Siddhi's own pattern tests (siddhi-io/siddhi `query/pattern/*TestCase.java`), replayed
+through `cepheus run` as conformance cases: each expects what the Java test asserts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import engine
+from tests.support.conformance import check_case, check_invalid
+
+STOCKS = (
+    "define stream Stream1 (symbol string, price float, volume int);\n"
+    "define stream Stream2 (symbol string, price float, volume int);\n"
+    "define stream Stream3 (symbol string, price float, volume int);\n"
+)
+LOGINS = (
+    "define stream LoginFailure (id string, user string, type string);\n"
+    "define stream LoginSuccess (id string, user string, type string);\n"
+)
+
+
+def ev(stream: str, t: int, *data: Any) -> dict[str, Any]:
+    return {"stream": stream, "timestamp": t, "data": list(data)}
+
+
+def case(plan: str, events: list[dict[str, Any]], out: str, rows: list[list[Any]]) -> dict[str, Any]:
+    return {"plan": plan, "events": events, "expect": {out: {"current": rows, "current_count": len(rows)}}}
+
+
+def assert_case(c: dict[str, Any]) -> None:
+    problem = check_case(c)
+    assert problem is None, problem
+
+
+def test_within_follows_a_parenthesised_pattern() -> None:
+    """WithinPatternTestCase.testQuery2."""
+    plan = (
+        STOCKS + "from (every e1=Stream1[price>20]-> e2=Stream2[price>e1.price]) within 1 sec "
+        "select e1.symbol as symbol1, e2.symbol as symbol2 insert into OutputStream;"
+    )
+    events = [
+        ev("Stream1", 1000, "WSO2", 55.6, 100),
+        ev("Stream1", 2500, "GOOG", 54.0, 100),
+        ev("Stream2", 3000, "IBM", 55.7, 100),
+    ]
+    assert_case(case(plan, events, "OutputStream", [["GOOG", "IBM"]]))
+
+
+def test_within_follows_nested_groups() -> None:
+    """WithinPatternTestCase.testQuery3."""
+    plan = (
+        STOCKS + "from (every (e1=Stream1[price>20] -> e3=Stream1[price>20]) -> e2=Stream2[price>e1.price]) "
+        "within 2 sec select e1.price as price1, e3.price as price3, e2.price as price2 "
+        "insert into OutputStream;"
+    )
+    events = [
+        ev("Stream1", 1000, "WSO2", 55.6, 100),
+        ev("Stream1", 1600, "GOOG", 54.0, 100),
+        ev("Stream1", 2200, "WSO2", 53.6, 100),
+        ev("Stream1", 3100, "GOOG", 53.0, 100),
+        ev("Stream2", 3700, "IBM", 57.7, 100),
+    ]
+    assert_case(case(plan, events, "OutputStream", [[53.6, 53.0, 57.7]]))
+
+
+@pytest.mark.parametrize("opening", ["every (", "("])
+def test_a_sequence_opening_with_a_group_is_rejected_with_its_position(opening: str) -> None:
+    """Siddhi's grammar: `every? sequence_source ',' sequence_source_chain`."""
+    plan = STOCKS + f"from {opening}e1=Stream1, e2=Stream2) select e1.price as p insert into OutputStream;"
+    with pytest.raises(engine.QuerySyntaxError) as err:
+        engine.compile(plan)
+    assert (err.value.errors[0].line, err.value.errors[0].col) == (4, 6 + len(opening) - 1)
+    assert check_invalid({"plan": plan}) is None
