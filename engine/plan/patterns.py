@@ -248,11 +248,6 @@ def plan_state_query(
         raise PlanError
     planner.compile_filters()
     leaves = planner.leaves
-    refs = [leaf.ref for leaf in leaves if leaf.ref]
-    dup = {r for r in refs if refs.count(r) > 1}
-    if dup:
-        comp.error(f"event reference '{sorted(dup)[0]}' is used twice", si.span)
-        raise PlanError
     current_on, expired_on = output_flags(query)
     select_sources = planner.sources(None, for_select=True)
     sel_scope = Scope(select_sources, event_ts="r[-1]")

@@ -3,12 +3,15 @@ through `cepheus run` as conformance cases: each expects what the Java test asse
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
 
 import engine
+from engine.plan import patterns
 from tests.support.conformance import check_case, check_invalid
+from tests.support.replaying import run
 
 STOCKS = (
     "define stream Stream1 (symbol string, price float, volume int);\n"
@@ -32,6 +35,57 @@ def case(plan: str, events: list[dict[str, Any]], out: str, rows: list[list[Any]
 def assert_case(c: dict[str, Any]) -> None:
     problem = check_case(c)
     assert problem is None, problem
+
+
+def test_a_reused_reference_names_its_first_state_in_the_select() -> None:
+    """EveryPatternTestCase.testQuery9: `every e1=S[..] -> e1=S[..]`; `e1` in the select is
+    the first state (Siddhi resolves a reference to the first state that carries it)."""
+    plan = (
+        STOCKS + "from every e1=Stream1[symbol == 'MSFT'] -> e1=Stream1[symbol == 'WSO2'] "
+        "select e1.price as price1 insert into OutputStream;"
+    )
+    events = [
+        ev("Stream1", 1000, "MSFT", 55.6, 100),
+        ev("Stream1", 1100, "MSFT", 77.6, 100),
+        ev("Stream1", 1200, "WSO2", 57.6, 100),
+    ]
+    assert_case(case(plan, events, "OutputStream", [[55.6], [77.6]]))
+
+
+def test_a_reused_reference_in_a_later_filter_reads_the_first_state() -> None:
+    plan = (
+        STOCKS + "from every e1=Stream1[symbol == 'MSFT'] -> e1=Stream1[symbol == 'WSO2' and e1.price < 60] "
+        "select e1.price as price1 insert into OutputStream;"
+    )
+    events = [
+        ev("Stream1", 1000, "MSFT", 55.6, 100),
+        ev("Stream1", 1100, "MSFT", 77.6, 100),
+        ev("Stream1", 1200, "WSO2", 57.6, 100),
+    ]
+    assert_case(case(plan, events, "OutputStream", [[55.6]]))
+
+
+@pytest.mark.parametrize("partitioned", [False, True], ids=["plain", "partitioned"])
+def test_a_reused_reference_gives_the_same_on_the_fast_path(
+    partitioned: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    query = (
+        "from every e1=A[v > 10] -> e1=B[v < e1.v] within 30 milliseconds select e1.v as a insert into Out;"
+    )
+    if partitioned:
+        query = f"partition with (k of A, k of B) begin {query} end;"
+    rng = random.Random(7)
+    items, t = [], 1000
+    for _ in range(300):
+        t += rng.choice([0, 1, 3, 10, 40])
+        items.append(ev(rng.choice("AB"), t, rng.randrange(3), rng.randrange(30)))
+    results = []
+    for flag in (True, False):
+        monkeypatch.setattr(patterns, "FAST_PATHS", flag)
+        results.append(
+            run("define stream A (k int, v int); define stream B (k int, v int);\n" + query, items).records
+        )
+    assert results[0] == results[1] and results[0]
 
 
 def test_within_follows_a_parenthesised_pattern() -> None:
