@@ -127,3 +127,29 @@ def test_a_sequence_opening_with_a_group_is_rejected_with_its_position(opening: 
         engine.compile(plan)
     assert (err.value.errors[0].line, err.value.errors[0].col) == (4, 6 + len(opening) - 1)
     assert check_invalid({"plan": plan}) is None
+
+
+def test_having_reads_counted_events_by_index() -> None:
+    """CountPatternTestCase.testQuery14: `having` on `e1[1]`, `e1[2]` of a `<0:5>` count."""
+    plan = (
+        STOCKS + "from e1=Stream1[price>20] <0:5> -> e2=Stream2[price>e1[0].price] "
+        "select e1[0].price as price1_0, e1[1].price as price1_1, e1[2].price as price1_2, e2.price as price2 "
+        "having instanceOfFloat(e1[1].price) and not instanceOfFloat(e1[2].price) and "
+        "instanceOfFloat(price1_1) and not instanceOfFloat(price1_2) insert into OutputStream;"
+    )
+    events = [
+        ev("Stream1", 1000, "WSO2", 25.6, 100),
+        ev("Stream1", 1100, "WSO2", 23.6, 100),
+        ev("Stream1", 1200, "GOOG", 7.6, 100),
+        ev("Stream2", 1300, "IBM", 45.7, 100),
+    ]
+    assert_case(case(plan, events, "OutputStream", [[25.6, 23.6, None, 45.7]]))
+
+
+def test_having_reads_the_input_and_the_event_time() -> None:
+    plan = (
+        STOCKS + "from e1=Stream1 -> e2=Stream2 select e1.symbol as s "
+        "having e2.volume > 5 and eventTimestamp() > 1100 insert into OutputStream;"
+    )
+    events = [ev("Stream1", 1000, "A", 1.0, 1), ev("Stream2", 1200, "B", 2.0, 9)]
+    assert_case(case(plan, events, "OutputStream", [["A"]]))
