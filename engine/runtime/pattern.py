@@ -87,18 +87,23 @@ class Node:
 
     # ---- within ---------------------------------------------------------------------
 
-    def expire(self, t: int) -> None:
-        within = self.m.within
-        if within is None:
+    def expire(self, t: int, seen: dict[int, Partial]) -> None:
+        """Drop partials past `within`. A partial waits at several states at once (a count
+        and the state after it): only the newest one that no other state expired in this
+        sweep (`seen`) re-arms the `every` it belongs to, as Siddhi marks it EXPIRED."""
+        if self.m.within is None:
             return
         last: Partial | None = None
         pending = self.pending
         while pending and self.m.expired(pending[0], t):
-            last = pending.pop(0)
+            p = pending.pop(0)
+            if _first_expiry(seen, p):
+                last = p
         kept = []
         for p in self.staging:
             if self.m.expired(p, t):
-                last = p
+                if _first_expiry(seen, p):
+                    last = p
             else:
                 kept.append(p)
         self.staging = kept
@@ -247,12 +252,7 @@ class LogicalNode(Node):
         super().init()
 
     def add_state(self, p: Partial) -> None:
-        if self.m.sequence and self.staging:
-            return
-        self.staging.append(p)
-        partner = self.partner
-        if partner is not None and not partner.staging:
-            partner.staging.append(p)
+        _add_to_pair(self, self.partner, p)
 
     def add_every_state(self, p: Partial) -> None:
         c = p[:]
@@ -303,13 +303,14 @@ class LogicalNode(Node):
         self.changed = True
         partner = self.partner
         assert partner is not None
-        if self.op == "and" and p[partner.sid] is None and not partner.can_proceed(p):
+        if self.op == "and" and not partner.can_proceed(p):
             return  # wait for the other side; this side's slot stays filled
         p[-1] = ev[0]
         self.forward(p)
 
     def can_proceed(self, p: Partial) -> bool:
-        return False
+        """For `e2=A and e3=B`: has A's side been filled?"""
+        return p[self.sid] is not None
 
 
 class AbsentNode(Node):
@@ -342,11 +343,12 @@ class AbsentNode(Node):
             self.schedule(self.last_scheduled)
 
     def add_state(self, p: Partial) -> None:
-        if self.m.sequence and self.staging:
+        if self.partner is not None:
+            _add_to_pair(self, self.partner, p)
+        elif self.m.sequence and self.staging:
             return
-        self.staging.append(p)
-        if self.partner is not None and not self.partner.staging:
-            self.partner.staging.append(p)
+        else:
+            self.staging.append(p)
         if not self.is_start and self.waiting is not None and p[-1] != -1:
             self.schedule(p[-1] + self.waiting)
 
@@ -494,6 +496,28 @@ class AbsentNode(Node):
         self.last_arrival = state["last_arrival"]
 
 
+def _first_expiry(seen: dict[int, Partial], p: Partial) -> bool:
+    """Record `p` as expired in this sweep; False if another state already did."""
+    if id(p) in seen:
+        return False
+    seen[id(p)] = p  # held, so that no new partial reuses its id during the sweep
+    return True
+
+
+def _add_to_pair(node: Node, partner: Node | None, p: Partial) -> None:
+    """Both sides of a logical state wait for the partial. A start state or a sequence
+    holds one fresh partial per side at a time; later states take every arriving one."""
+    if node.is_start or node.m.sequence:
+        if not node.staging:
+            node.staging.append(p)
+        if partner is not None and not partner.staging:
+            partner.staging.append(p)
+        return
+    node.staging.append(p)
+    if partner is not None:
+        partner.staging.append(p)
+
+
 class Machine:
     """One pattern or sequence query's state machine (one per partition key)."""
 
@@ -553,9 +577,13 @@ class Machine:
         self.check_from = None
         floor = self.scheduler.floor if self.scheduler is not None else None
         t = now if floor is None else min(now, floor)
-        for node in self.nodes:
-            node.expire(t)
+        self.expire(t)
         self._schedule_within(now)
+
+    def expire(self, t: int) -> None:
+        seen: dict[int, Partial] = {}
+        for node in self.nodes:
+            node.expire(t, seen)
 
     def expired(self, p: Partial, t: int) -> bool:
         within = self.within
@@ -584,15 +612,13 @@ class Machine:
     def receive(self, stream: str, chunk: Chunk) -> None:
         nodes = self.receivers[stream]
         backwards = self.backwards[stream]
-        all_nodes = self.nodes
         within = self.within
         sequence = self.sequence
         returned: list[Partial] = []
         for ev in zip(chunk.ts, chunk.rows, strict=True):
             t = ev[0]
             if within is not None and (self.check_from is None or t >= self.check_from):
-                for node in all_nodes:
-                    node.expire(t)
+                self.expire(t)
             if sequence:
                 self.root_reset()
                 self.root_update()

@@ -129,6 +129,23 @@ def test_a_sequence_opening_with_a_group_is_rejected_with_its_position(opening: 
     assert check_invalid({"plan": plan}) is None
 
 
+def test_one_event_completes_every_partial_match_of_a_logical_state() -> None:
+    """LogicalPatternTestCase.testQuery11: the Stream3 event completes both e1 matches."""
+    plan = (
+        STOCKS + "from every e1=Stream1[price >20] -> e2=Stream2['IBM' == symbol] and "
+        "e3=Stream3['WSO2' == symbol] select e1.price as price1, e2.price as price2, e3.price as price3 "
+        "insert into OutputStream;"
+    )
+    events = [
+        ev("Stream1", 1000, "IBM", 25.5, 100),
+        ev("Stream1", 1100, "IBM", 59.65, 100),
+        ev("Stream2", 1200, "IBM", 45.5, 100),
+        ev("Stream3", 1300, "WSO2", 46.56, 100),
+    ]
+    rows = [[25.5, 45.5, 46.56], [59.65, 45.5, 46.56]]
+    assert_case(case(plan, events, "OutputStream", rows))
+
+
 def test_having_reads_counted_events_by_index() -> None:
     """CountPatternTestCase.testQuery14: `having` on `e1[1]`, `e1[2]` of a `<0:5>` count."""
     plan = (
@@ -153,3 +170,72 @@ def test_having_reads_the_input_and_the_event_time() -> None:
     )
     events = [ev("Stream1", 1000, "A", 1.0, 1), ev("Stream2", 1200, "B", 2.0, 9)]
     assert_case(case(plan, events, "OutputStream", [["A"]]))
+
+
+def test_an_absent_partner_seen_blocks_its_logical_and() -> None:
+    """CountPatternTestCase.testQuery15: a Stream1 event after e2's two events kills the
+    match at `not Stream1 and e3=Stream2`; only the last complete e2 pair reaches e3."""
+    plan = (
+        STOCKS + "from every e1=Stream1[price>20] -> e2=Stream1[price>20]<2> -> "
+        "not Stream1[price>20] and e3=Stream2 "
+        "select e1.price as price1_0, e2[0].price as price2_0, e2[1].price as price2_1, "
+        "e2[2].price as price2_2, e3.price as price3_0 insert into OutputStream;"
+    )
+    events = [
+        ev("Stream1", 1000, "WSO2", 25.6, 100),
+        ev("Stream1", 1100, "WSO2", 23.6, 100),
+        ev("Stream1", 1200, "WSO2", 23.6, 100),
+        ev("Stream1", 1300, "GOOG", 27.6, 100),
+        ev("Stream1", 1400, "GOOG", 28.6, 100),
+        ev("Stream2", 1500, "IBM", 45.7, 100),
+    ]
+    assert_case(case(plan, events, "OutputStream", [[23.6, 27.6, 28.6, None, 45.7]]))
+
+
+def _login_events() -> list[dict[str, Any]]:
+    """CountPatternTestCase.testQuery25's timeline: hans fails 6 times, werner 8 times and
+    succeeds, 3 s pass, hans fails 6 times and succeeds."""
+    out: list[dict[str, Any]] = []
+    t = 1000
+
+    def send(stream: str, id_: str, user: str, kind: str) -> None:
+        nonlocal t
+        t += 1
+        out.append(ev(stream, t, id_, user, kind))
+
+    for i in range(1, 7):
+        send("LoginFailure", f"id_{i}", "hans", "failure")
+    for i in range(8, 16):
+        send("LoginFailure", f"id_{i}", "werner", "failure")
+    send("LoginSuccess", "id_16", "werner", "success")
+    t += 3000
+    for i in range(17, 23):
+        send("LoginFailure", f"id_{i}", "hans", "failure")
+    send("LoginSuccess", "id_23", "hans", "success")
+    return out
+
+
+@pytest.mark.parametrize(
+    "purge",
+    ["", "@purge(enable='true', interval='10 sec', idle.period='10 sec')\n"],
+    ids=["kept", "purge-enabled"],
+)
+def test_an_expired_count_match_restarts_its_every_once(purge: str) -> None:
+    """CountPatternTestCase.testQuery25: the hans match that `within` expires waits at the
+    count and at the state after it; it re-arms `every` once, not once per state."""
+    plan = (
+        LOGINS + purge + "partition with (user of LoginFailure, user of LoginSuccess)\nbegin\n"
+        "  from every (e1=LoginFailure<3:> -> e2=LoginSuccess) within 2 sec\n"
+        "  select e1[0].id as id, e2.user as user\n  insert into BreakIn\nend;"
+    )
+    rows = [["id_8", "werner"], ["id_17", "hans"]]
+    assert_case(case(plan, _login_events(), "BreakIn", rows))
+
+
+def test_an_expired_count_match_restarts_its_every_once_outside_a_partition() -> None:
+    plan = (
+        LOGINS + "from every (e1=LoginFailure<3:> -> e2=LoginSuccess) within 2 sec "
+        "select e1[0].id as id, e2.user as user insert into BreakIn;"
+    )
+    events = [e for e in _login_events() if e["data"][1] == "hans"]
+    assert_case(case(plan, events, "BreakIn", [["id_17", "hans"]]))
