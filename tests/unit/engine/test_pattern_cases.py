@@ -239,3 +239,29 @@ def test_an_expired_count_match_restarts_its_every_once_outside_a_partition() ->
     )
     events = [e for e in _login_events() if e["data"][1] == "hans"]
     assert_case(case(plan, events, "BreakIn", [["id_17", "hans"]]))
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["e1=Stream1 -> e2=Stream2 and e3=Stream3<1:>", "e1=Stream1 -> e2=Stream2<2> or e3=Stream3"],
+)
+def test_a_counting_state_in_a_logical_state_is_rejected_with_its_position(pattern: str) -> None:
+    """Siddhi's grammar joins two plain (or absent) states with 'and'/'or', never a count."""
+    plan = STOCKS + f"from {pattern} select e1.price as p insert into OutputStream;"
+    with pytest.raises(engine.QuerySyntaxError, match="counting state cannot be a side"):
+        engine.compile(plan)
+    assert check_invalid({"plan": plan}) is None
+
+
+def test_an_unforeseen_planner_failure_is_a_query_error_at_the_pattern(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(self: Any) -> None:
+        raise KeyError(3)
+
+    monkeypatch.setattr(patterns._Planner, "compile_filters", broken)
+    plan = STOCKS + "from every e1=Stream1 -> e2=Stream2 select e1.price as p insert into OutputStream;"
+    with pytest.raises(engine.QueryValidationError) as err:
+        engine.compile(plan)
+    assert (err.value.line, err.value.col) == (4, 6)
+    assert "cannot plan this pattern (KeyError: 3)" in str(err.value)
