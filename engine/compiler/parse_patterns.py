@@ -24,13 +24,6 @@ class PatternParser(DefinitionParser):
 
     def state_input(self, kind: str) -> StateInput:
         start = self.tok
-        opening = self.peek() if self.at_word("every") else self.tok
-        if kind == "sequence" and opening.is_punct("("):
-            raise self.error(
-                "a sequence starts with a single state, not a group",
-                opening,
-                hint="group states only after the first ',', as in 'e1=A, (e2=B, e3=C)'",
-            )
         root = self._chain(kind == "sequence")
         within = None
         if self.accept_word("within"):

@@ -343,12 +343,14 @@ class AbsentNode(Node):
             self.schedule(self.last_scheduled)
 
     def add_state(self, p: Partial) -> None:
-        if self.partner is not None:
+        if self.partner is not None and not self.is_start:
             _add_to_pair(self, self.partner, p)
         elif self.m.sequence and self.staging:
             return
         else:
             self.staging.append(p)
+            if self.partner is not None and not self.partner.staging:
+                self.partner.staging.append(p)
         if not self.is_start and self.waiting is not None and p[-1] != -1:
             self.schedule(p[-1] + self.waiting)
 
@@ -385,6 +387,7 @@ class AbsentNode(Node):
             if self.every_next is not None:
                 if self.last_arrival > 0:
                     self.last_arrival = 0
+                    self.init()  # `every`: a fresh partial for the pair, as Siddhi's init()
                     return False
                 return True
             return p[self.sid] is None

@@ -119,14 +119,14 @@ def test_within_follows_nested_groups() -> None:
     assert_case(case(plan, events, "OutputStream", [[53.6, 53.0, 57.7]]))
 
 
-@pytest.mark.parametrize("opening", ["every (", "("])
-def test_a_sequence_opening_with_a_group_is_rejected_with_its_position(opening: str) -> None:
-    """Siddhi's grammar: `every? sequence_source ',' sequence_source_chain`."""
-    plan = STOCKS + f"from {opening}e1=Stream1, e2=Stream2) select e1.price as p insert into OutputStream;"
-    with pytest.raises(engine.QuerySyntaxError) as err:
-        engine.compile(plan)
-    assert (err.value.errors[0].line, err.value.errors[0].col) == (4, 6 + len(opening) - 1)
-    assert check_invalid({"plan": plan}) is None
+def test_a_sequence_may_open_with_a_group() -> None:
+    """LogicalAbsentSequenceTestCase.testQueryAbsent50: `every (not A for T and not B for T), e3=C`."""
+    plan = (
+        STOCKS + "from every (not Stream1[price>10] for 1 sec and not Stream2[price>20] for 1 sec), "
+        "e3=Stream3[price>30] select e3.symbol as symbol insert into OutputStream;"
+    )
+    events = [{"time": 3101}, ev("Stream3", 3101, "WSO2", 35.0, 100), {"time": 3602}]
+    assert_case(case(plan, events, "OutputStream", [["WSO2"]]))
 
 
 def test_one_event_completes_every_partial_match_of_a_logical_state() -> None:
@@ -190,6 +190,22 @@ def test_an_absent_partner_seen_blocks_its_logical_and() -> None:
         ev("Stream2", 1500, "IBM", 45.7, 100),
     ]
     assert_case(case(plan, events, "OutputStream", [[23.6, 27.6, 28.6, None, 45.7]]))
+
+
+def test_every_absent_partner_seen_restarts_the_logical_and() -> None:
+    """EveryAbsentPatternTestCase.testQueryAbsent49: Stream1 blocks IBM and re-arms the pair;
+    ORACLE then completes it."""
+    plan = (
+        STOCKS + "from every (not Stream1[price>10] and e2=Stream2[price>20]) -> e3=Stream3[price>30] "
+        "select e2.symbol as symbol2, e3.symbol as symbol3 insert into OutputStream;"
+    )
+    events = [
+        ev("Stream1", 1000, "WSO2", 15.0, 100),
+        ev("Stream2", 1101, "IBM", 25.0, 100),
+        ev("Stream2", 1202, "ORACLE", 35.0, 100),
+        ev("Stream3", 1303, "GOOGLE", 45.0, 100),
+    ]
+    assert_case(case(plan, events, "OutputStream", [["ORACLE", "GOOGLE"]]))
 
 
 def _login_events() -> list[dict[str, Any]]:
