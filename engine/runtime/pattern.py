@@ -343,16 +343,29 @@ class AbsentNode(Node):
             self.schedule(self.last_scheduled)
 
     def add_state(self, p: Partial) -> None:
-        if self.partner is not None and not self.is_start:
+        if self.partner is not None:
             _add_to_pair(self, self.partner, p)
         elif self.m.sequence and self.staging:
             return
         else:
             self.staging.append(p)
-            if self.partner is not None and not self.partner.staging:
-                self.partner.staging.append(p)
         if not self.is_start and self.waiting is not None and p[-1] != -1:
             self.schedule(p[-1] + self.waiting)
+
+    def add_every_state(self, p: Partial) -> None:
+        partner = self.partner
+        if partner is None:
+            super().add_every_state(p)
+            return
+        c = p[:]
+        if c[self.sid] is not None:
+            ts, row = c[self.sid][-1]
+            c[-1] = ts if row else -1  # Siddhi's placeholder event carries no timestamp
+        for i in range(self.sid, self.m.n):
+            c[i] = None
+        c[partner.sid] = None
+        self.staging.append(c)
+        partner.staging.append(c)
 
     def process(self, ev: Event) -> None:
         """A matching event of the absent stream kills the partials waiting here."""
@@ -483,6 +496,8 @@ class AbsentNode(Node):
             self.schedule(self.last_scheduled)
         elif fired and self.is_start:
             self.active = False
+            if self.op == "or" and isinstance(partner, AbsentNode):
+                partner.active = False  # `not A for T or not B for T` completes once
 
     def extra_state(self) -> Any:
         return {
@@ -600,7 +615,9 @@ class Machine:
     def start(self, now: int) -> None:
         for node in self.nodes:
             node.init()
-        for node in self.nodes:
+        # only start states schedule here: of an absent pair (`not A for T or not B for T`)
+        # the left side, which has the later id, fires first at the shared time, as in Siddhi
+        for node in reversed(self.nodes):
             if isinstance(node, AbsentNode):
                 node.start(now)
 

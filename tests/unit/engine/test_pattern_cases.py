@@ -208,6 +208,52 @@ def test_every_absent_partner_seen_restarts_the_logical_and() -> None:
     assert_case(case(plan, events, "OutputStream", [["ORACLE", "GOOGLE"]]))
 
 
+@pytest.mark.parametrize(
+    ("pattern", "select", "timeline", "rows"),
+    [
+        pytest.param(  # testQueryAbsent18: the absent side completes once, no duplicate
+            "not Stream1[price>10] for 1 sec or e2=Stream2[price>20] -> e3=Stream3[price>30]",
+            "e2.symbol as symbol2, e3.symbol as symbol3",
+            [(2101, "GOOGLE", 35.0)],
+            [[None, "GOOGLE"]],
+            id="absent-or-present",
+        ),
+        pytest.param(  # testQueryAbsent33: two absent sides complete the 'or' once
+            "(not Stream1[price>10] for 1 sec or not Stream2[price>20] for 1 sec) -> e3=Stream3[price>30]",
+            "e3.symbol as symbol",
+            [(2101, "WSO2", 35.0), (3202, "WSO2", 35.0)],
+            [["WSO2"]],
+            id="absent-or-absent",
+        ),
+        pytest.param(  # testQueryAbsent47: with every, each side's timer completes one
+            "every (not Stream1[price>10] for 2 sec or not Stream2[price>20] for 2 sec) -> e3=Stream3[price>30]",
+            "e3.symbol as symbol",
+            [(3101, "WSO2", 35.0), (5202, "IBM", 55.0)],
+            [["WSO2"], ["WSO2"], ["IBM"], ["IBM"]],
+            id="every-absent-or-absent",
+        ),
+        pytest.param(  # testQueryAbsent54
+            "every (not Stream1[price>10] for 1 sec or e2=Stream2[price>20]) -> e3=Stream3[price>30]",
+            "e2.symbol as symbol2, e3.symbol as symbol3",
+            [(3101, "WSO2", 35.0)],
+            [[None, "WSO2"], [None, "WSO2"]],
+            id="every-absent-or-present",
+        ),
+    ],
+)
+def test_a_logical_state_with_absent_sides_completes_as_siddhi_counts(
+    pattern: str, select: str, timeline: list[tuple[int, str, float]], rows: list[list[Any]]
+) -> None:
+    """LogicalAbsentPatternTestCase: the pair starts with one shared partial; `every`
+    re-arms both sides; a side that completes a start 'or' stops its absent partner."""
+    plan = STOCKS + f"from {pattern} select {select} insert into OutputStream;"
+    events: list[dict[str, Any]] = []
+    for t, symbol, price in timeline:
+        events += [{"time": t}, ev("Stream3", t, symbol, price, 100)]
+    events.append({"time": timeline[-1][0] + 1001})
+    assert_case(case(plan, events, "OutputStream", rows))
+
+
 def _login_events() -> list[dict[str, Any]]:
     """CountPatternTestCase.testQuery25's timeline: hans fails 6 times, werner 8 times and
     succeeds, 3 s pass, hans fails 6 times and succeeds."""
