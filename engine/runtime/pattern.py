@@ -351,6 +351,14 @@ class AbsentNode(Node):
             self.staging.append(p)
         if not self.is_start and self.waiting is not None and p[-1] != -1:
             self.schedule(p[-1] + self.waiting)
+            partner = self.partner
+            if isinstance(partner, AbsentNode) and partner.waiting is not None:
+                partner.schedule(p[-1] + partner.waiting)  # `not A for T and not B for T2`
+
+    def update_state(self) -> None:
+        super().update_state()
+        if self.partner is not None:
+            Node.update_state(self.partner)  # the pair moves together, as Siddhi's logical
 
     def add_every_state(self, p: Partial) -> None:
         partner = self.partner
@@ -465,12 +473,16 @@ class AbsentNode(Node):
         m = self.m
         assert self.waiting is not None and self.partner is not None
         if t < self.last_arrival + self.waiting:
+            if self.every_next is not None or self.is_start:
+                self.schedule(self.last_arrival + self.waiting)  # the wait restarted
             return
         self.last_arrival = 0
-        if self.is_start and not self.pending and not self.staging:
+        partner = self.partner
+        # a pattern's start pair re-arms only when no partial of the pair still waits at the
+        # other side (a passed wait waiting for its 'and' partner)
+        if self.is_start and not self.pending and not self.staging and (m.sequence or not partner.pending):
             self.add_state(new_partial(m.n))
         self.update_state()
-        partner = self.partner
         fired = False
         keep: list[Partial] = []
         for p in self.pending:
@@ -488,8 +500,7 @@ class AbsentNode(Node):
             elif self.op == "or" and p[partner.sid] is None:
                 p[-1] = t
                 self.forward(p)
-            else:
-                keep.append(p)
+            # else the placeholder waits in the slot for the 'and' partner
         self.pending = keep
         if self.every_next is not None or (not fired and self.is_start):
             self.last_scheduled = t + self.waiting

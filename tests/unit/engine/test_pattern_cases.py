@@ -254,6 +254,45 @@ def test_a_logical_state_with_absent_sides_completes_as_siddhi_counts(
     assert_case(case(plan, events, "OutputStream", rows))
 
 
+@pytest.mark.parametrize("sep", ["->", ","], ids=["pattern", "sequence"])
+@pytest.mark.parametrize(
+    ("later", "rows"),
+    [([], [["WSO2"]]), ([ev("Stream2", 1101, "IBM", 25.0, 101)], [])],
+    ids=["nothing-arrives", "stream2-arrives"],
+)
+def test_two_absent_sides_after_a_state_both_wait(
+    sep: str, later: list[dict[str, Any]], rows: list[list[Any]]
+) -> None:
+    """Logical/LogicalAbsentSequence testQueryAbsent25-26: `e1 -> (not A for T and not B for T)`
+    completes when both waits pass; an A inside the wait kills the match."""
+    plan = (
+        STOCKS + f"from e1=Stream1[price>10] {sep} (not Stream2[price>20] for 1 sec and "
+        "not Stream3[price>30] for 1 sec) within 2 sec select e1.symbol as symbol1 insert into OutputStream;"
+    )
+    events = [ev("Stream1", 1000, "WSO2", 15.0, 100), *later, {"time": 7000}]
+    assert_case(case(plan, events, "OutputStream", rows))
+
+
+def test_every_absent_or_absent_sequence_waits_again_after_an_arrival() -> None:
+    """LogicalAbsentSequenceTestCase.testQueryAbsent46: an arrival restarts its side's wait."""
+    plan = (
+        STOCKS + "from every (not Stream1[price>10] for 1 sec or not Stream2[price>20] for 1 sec), "
+        "e3=Stream3[price>30] select e3.symbol as symbol insert into OutputStream;"
+    )
+    events = [
+        {"time": 1501},
+        ev("Stream1", 1501, "ORACLE", 15.0, 100),
+        {"time": 2102},
+        ev("Stream3", 2102, "WSO2", 35.0, 100),
+        {"time": 2403},
+        ev("Stream2", 2403, "MICROSOFT", 45.0, 100),
+        {"time": 3204},
+        ev("Stream3", 3204, "IBM", 55.0, 100),
+        {"time": 4000},
+    ]
+    assert_case(case(plan, events, "OutputStream", [["WSO2"], ["IBM"]]))
+
+
 def _login_events() -> list[dict[str, Any]]:
     """CountPatternTestCase.testQuery25's timeline: hans fails 6 times, werner 8 times and
     succeeds, 3 s pass, hans fails 6 times and succeeds."""
