@@ -11,7 +11,7 @@ import pytest
 import engine
 from engine.plan import patterns
 from tests.support.conformance import check_case, check_invalid
-from tests.support.replaying import run
+from tests.support.replaying import assert_restore_equivalent, run
 
 STOCKS = (
     "define stream Stream1 (symbol string, price float, volume int);\n"
@@ -366,3 +366,30 @@ def test_an_unforeseen_planner_failure_is_a_query_error_at_the_pattern(
         engine.compile(plan)
     assert (err.value.line, err.value.col) == (4, 6)
     assert "cannot plan this pattern (KeyError: 3)" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "from every e1=Stream1[price >20] -> e2=Stream2['IBM' == symbol] and e3=Stream3['WSO2' == symbol] "
+        "select e1.price as p1, e3.price as p3 insert into OutputStream;",
+        "from every (not Stream1[price>10] for 2 sec or not Stream2[price>20] for 2 sec) -> e3=Stream3[price>30] "
+        "select e3.symbol as s insert into OutputStream;",
+        "from every e1=Stream1[price>20] -> e2=Stream1[price>20]<2> -> not Stream1[price>20] and e3=Stream2 "
+        "select e1.price as a, e3.price as c insert into OutputStream;",
+    ],
+    ids=["logical-and", "absent-or-absent", "count-then-absent-and"],
+)
+def test_logical_matches_survive_a_snapshot_at_any_point(query: str) -> None:
+    items = [
+        ev("Stream1", 1000, "IBM", 25.5, 100),
+        ev("Stream1", 1100, "IBM", 59.65, 100),
+        ev("Stream2", 1200, "IBM", 45.5, 100),
+        {"time": 2500},
+        ev("Stream3", 3101, "WSO2", 46.56, 100),
+        ev("Stream1", 3200, "IBM", 30.0, 100),
+        ev("Stream2", 3300, "IBM", 45.5, 100),
+        {"time": 5202},
+        ev("Stream3", 5202, "WSO2", 46.56, 100),
+    ]
+    assert_restore_equivalent(STOCKS + query, items)
