@@ -63,8 +63,14 @@ class PatternParser(DefinitionParser):
     def _logical_rest(self, left: StateElement, sequence: bool) -> StateElement:
         op = self.advance().text.lower()
         right = self._unit(sequence, in_logical=True)
-        node = LogicalState(op, left, right, span=left.span.to(right.span))
-        return node
+        for side in (left, right):
+            if isinstance(side, CountState):
+                raise self.error(
+                    f"a counting state cannot be a side of '{op}'",
+                    side.span,
+                    hint="'and'/'or' join two single states (e1=A, or not A)",
+                )
+        return LogicalState(op, left, right, span=left.span.to(right.span))
 
     def _unit(self, sequence: bool, in_logical: bool = False) -> StateElement:
         start = self.tok

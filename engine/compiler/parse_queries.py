@@ -71,8 +71,8 @@ class QueryParser(PatternParser):
 
     def _classify_input(self) -> str:
         """Look ahead (to the selector) for `->`, `,`, `join`, `every`, `e=S` or a logical op."""
-        if self.at_word("every", "not"):
-            return "sequence" if self._has_top_level(",") else "pattern"
+        if self.at_word("every", "not") or self.at_punct("("):
+            return self._state_kind()
         depth = 0
         j = self.i
         found = "single"
@@ -113,22 +113,29 @@ class QueryParser(PatternParser):
             j += 1
         return found
 
-    def _has_top_level(self, punct: str) -> bool:
-        depth = 0
+    def _state_kind(self) -> str:
+        """A state input: a `,` between states (outside filters and handler arguments, at
+        any group depth) makes it a sequence, else it is a pattern."""
+        stack: list[bool] = []  # per open bracket: does it hold states (a group)?
         j = self.i
         while True:
             t = self.tokens[j]
-            if t.kind == EOF or (depth == 0 and t.is_word(*_CLAUSE_WORDS)):
-                return False
-            if t.kind == PUNCT:
-                if t.text in "([":
-                    depth += 1
-                elif t.text in ")]":
-                    depth -= 1
-                elif depth == 0 and t.text == punct:
-                    return True
-                elif depth == 0 and t.text == ";":
-                    return False
+            if t.kind == EOF or (not stack and (t.is_punct(";") or t.is_word(*_CLAUSE_WORDS))):
+                return "pattern"
+            if t.is_punct("(", "["):
+                prev = self.tokens[j - 1] if j > self.i else None
+                group = t.text == "(" and (
+                    prev is None or prev.is_punct("(", "->", ",") or prev.is_word("every", "and", "or")
+                )
+                stack.append(group)
+            elif t.is_punct(")", "]"):
+                if not stack:
+                    return "pattern"
+                stack.pop()
+            elif t.is_punct("->") and all(stack):
+                return "pattern"
+            elif t.is_punct(",") and all(stack):
+                return "sequence"
             j += 1
 
     def anonymous_input(self) -> AnonymousInput:

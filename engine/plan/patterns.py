@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.errors import CEPError
 from engine.events import Chunk
 from engine.plan.context import Env, PlanContext, StreamInfo
 from engine.plan.expressions import Compiled, ExpressionCompiler, PlanError
@@ -237,6 +238,24 @@ def _fast_access(code: str) -> str:
 def plan_state_query(
     ctx: PlanContext, query: Query, name: str, inner: dict[str, StreamInfo] | None
 ) -> QueryTemplate:
+    """Plan one pattern or sequence query. A failure we did not foresee (a bug) becomes a
+    diagnostic at the query's input: the user sees where, never a traceback."""
+    try:
+        return _plan_state_query(ctx, query, name, inner)
+    except (PlanError, CEPError):
+        raise
+    except Exception as exc:
+        ctx.errors.add(
+            f"cannot plan this pattern ({type(exc).__name__}: {exc})",
+            query.input.span,
+            hint="this is a Cepheus bug; please report it with the query",
+        )
+        raise PlanError from exc
+
+
+def _plan_state_query(
+    ctx: PlanContext, query: Query, name: str, inner: dict[str, StreamInfo] | None
+) -> QueryTemplate:
     si = query.input
     assert isinstance(si, StateInput)
     planner = _Planner(ctx, query, inner)
@@ -248,11 +267,6 @@ def plan_state_query(
         raise PlanError
     planner.compile_filters()
     leaves = planner.leaves
-    refs = [leaf.ref for leaf in leaves if leaf.ref]
-    dup = {r for r in refs if refs.count(r) > 1}
-    if dup:
-        comp.error(f"event reference '{sorted(dup)[0]}' is used twice", si.span)
-        raise PlanError
     current_on, expired_on = output_flags(query)
     select_sources = planner.sources(None, for_select=True)
     sel_scope = Scope(select_sources, event_ts="r[-1]")

@@ -23,6 +23,7 @@ from engine.runtime.selector import SelectorCode
 from engine.types import AttrType
 
 _ET = re.compile(r"\b_et\b")
+_ROW = re.compile(r"\br\b")
 
 
 @dataclass
@@ -250,7 +251,13 @@ def _generate(
             emit("    except (TypeError, ZeroDivisionError):")
             emit(f"        out = [{proj_safe} for r in rows]")
         if having is not None:
-            emit(f"    keep = [{having.safe} for o in out]")
+            # `having` may read the input too (a pattern's `e1[1].price`), as `r` and `_et`
+            if _ET.search(having.safe):
+                emit(f"    keep = [{having.safe} for o, r, _et in zip(out, rows, ts)]")
+            elif _ROW.search(having.safe):
+                emit(f"    keep = [{having.safe} for o, r in zip(out, rows)]")
+            else:
+                emit(f"    keep = [{having.safe} for o in out]")
             emit("    ts = list(_compress(ts, keep)); out = list(_compress(out, keep))")
             emit("    kinds = None if kinds is None else list(_compress(kinds, keep))")
         if order or offset is not None or limit is not None:

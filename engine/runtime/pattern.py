@@ -87,18 +87,23 @@ class Node:
 
     # ---- within ---------------------------------------------------------------------
 
-    def expire(self, t: int) -> None:
-        within = self.m.within
-        if within is None:
+    def expire(self, t: int, seen: dict[int, Partial]) -> None:
+        """Drop partials past `within`. A partial waits at several states at once (a count
+        and the state after it): only the newest one that no other state expired in this
+        sweep (`seen`) re-arms the `every` it belongs to, as Siddhi marks it EXPIRED."""
+        if self.m.within is None:
             return
         last: Partial | None = None
         pending = self.pending
         while pending and self.m.expired(pending[0], t):
-            last = pending.pop(0)
+            p = pending.pop(0)
+            if _first_expiry(seen, p):
+                last = p
         kept = []
         for p in self.staging:
             if self.m.expired(p, t):
-                last = p
+                if _first_expiry(seen, p):
+                    last = p
             else:
                 kept.append(p)
         self.staging = kept
@@ -247,12 +252,7 @@ class LogicalNode(Node):
         super().init()
 
     def add_state(self, p: Partial) -> None:
-        if self.m.sequence and self.staging:
-            return
-        self.staging.append(p)
-        partner = self.partner
-        if partner is not None and not partner.staging:
-            partner.staging.append(p)
+        _add_to_pair(self, self.partner, p)
 
     def add_every_state(self, p: Partial) -> None:
         c = p[:]
@@ -303,13 +303,14 @@ class LogicalNode(Node):
         self.changed = True
         partner = self.partner
         assert partner is not None
-        if self.op == "and" and p[partner.sid] is None and not partner.can_proceed(p):
+        if self.op == "and" and not partner.can_proceed(p):
             return  # wait for the other side; this side's slot stays filled
         p[-1] = ev[0]
         self.forward(p)
 
     def can_proceed(self, p: Partial) -> bool:
-        return False
+        """For `e2=A and e3=B`: has A's side been filled?"""
+        return p[self.sid] is not None
 
 
 class AbsentNode(Node):
@@ -342,13 +343,37 @@ class AbsentNode(Node):
             self.schedule(self.last_scheduled)
 
     def add_state(self, p: Partial) -> None:
-        if self.m.sequence and self.staging:
+        if self.partner is not None:
+            _add_to_pair(self, self.partner, p)
+        elif self.m.sequence and self.staging:
             return
-        self.staging.append(p)
-        if self.partner is not None and not self.partner.staging:
-            self.partner.staging.append(p)
+        else:
+            self.staging.append(p)
         if not self.is_start and self.waiting is not None and p[-1] != -1:
             self.schedule(p[-1] + self.waiting)
+            partner = self.partner
+            if isinstance(partner, AbsentNode) and partner.waiting is not None:
+                partner.schedule(p[-1] + partner.waiting)  # `not A for T and not B for T2`
+
+    def update_state(self) -> None:
+        super().update_state()
+        if self.partner is not None:
+            Node.update_state(self.partner)  # the pair moves together, as Siddhi's logical
+
+    def add_every_state(self, p: Partial) -> None:
+        partner = self.partner
+        if partner is None:
+            super().add_every_state(p)
+            return
+        c = p[:]
+        if c[self.sid] is not None:
+            ts, row = c[self.sid][-1]
+            c[-1] = ts if row else -1  # Siddhi's placeholder event carries no timestamp
+        for i in range(self.sid, self.m.n):
+            c[i] = None
+        c[partner.sid] = None
+        self.staging.append(c)
+        partner.staging.append(c)
 
     def process(self, ev: Event) -> None:
         """A matching event of the absent stream kills the partials waiting here."""
@@ -383,6 +408,7 @@ class AbsentNode(Node):
             if self.every_next is not None:
                 if self.last_arrival > 0:
                     self.last_arrival = 0
+                    self.init()  # `every`: a fresh partial for the pair, as Siddhi's init()
                     return False
                 return True
             return p[self.sid] is None
@@ -447,12 +473,16 @@ class AbsentNode(Node):
         m = self.m
         assert self.waiting is not None and self.partner is not None
         if t < self.last_arrival + self.waiting:
+            if self.every_next is not None or self.is_start:
+                self.schedule(self.last_arrival + self.waiting)  # the wait restarted
             return
         self.last_arrival = 0
-        if self.is_start and not self.pending and not self.staging:
+        partner = self.partner
+        # a pattern's start pair re-arms only when no partial of the pair still waits at the
+        # other side (a passed wait waiting for its 'and' partner)
+        if self.is_start and not self.pending and not self.staging and (m.sequence or not partner.pending):
             self.add_state(new_partial(m.n))
         self.update_state()
-        partner = self.partner
         fired = False
         keep: list[Partial] = []
         for p in self.pending:
@@ -470,14 +500,15 @@ class AbsentNode(Node):
             elif self.op == "or" and p[partner.sid] is None:
                 p[-1] = t
                 self.forward(p)
-            else:
-                keep.append(p)
+            # else the placeholder waits in the slot for the 'and' partner
         self.pending = keep
         if self.every_next is not None or (not fired and self.is_start):
             self.last_scheduled = t + self.waiting
             self.schedule(self.last_scheduled)
         elif fired and self.is_start:
             self.active = False
+            if self.op == "or" and isinstance(partner, AbsentNode):
+                partner.active = False  # `not A for T or not B for T` completes once
 
     def extra_state(self) -> Any:
         return {
@@ -492,6 +523,28 @@ class AbsentNode(Node):
         self.active = state["active"]
         self.last_scheduled = state["last_scheduled"]
         self.last_arrival = state["last_arrival"]
+
+
+def _first_expiry(seen: dict[int, Partial], p: Partial) -> bool:
+    """Record `p` as expired in this sweep; False if another state already did."""
+    if id(p) in seen:
+        return False
+    seen[id(p)] = p  # held, so that no new partial reuses its id during the sweep
+    return True
+
+
+def _add_to_pair(node: Node, partner: Node | None, p: Partial) -> None:
+    """Both sides of a logical state wait for the partial. A start state or a sequence
+    holds one fresh partial per side at a time; later states take every arriving one."""
+    if node.is_start or node.m.sequence:
+        if not node.staging:
+            node.staging.append(p)
+        if partner is not None and not partner.staging:
+            partner.staging.append(p)
+        return
+    node.staging.append(p)
+    if partner is not None:
+        partner.staging.append(p)
 
 
 class Machine:
@@ -553,9 +606,13 @@ class Machine:
         self.check_from = None
         floor = self.scheduler.floor if self.scheduler is not None else None
         t = now if floor is None else min(now, floor)
-        for node in self.nodes:
-            node.expire(t)
+        self.expire(t)
         self._schedule_within(now)
+
+    def expire(self, t: int) -> None:
+        seen: dict[int, Partial] = {}
+        for node in self.nodes:
+            node.expire(t, seen)
 
     def expired(self, p: Partial, t: int) -> bool:
         within = self.within
@@ -569,7 +626,9 @@ class Machine:
     def start(self, now: int) -> None:
         for node in self.nodes:
             node.init()
-        for node in self.nodes:
+        # only start states schedule here: of an absent pair (`not A for T or not B for T`)
+        # the left side, which has the later id, fires first at the shared time, as in Siddhi
+        for node in reversed(self.nodes):
             if isinstance(node, AbsentNode):
                 node.start(now)
 
@@ -584,15 +643,13 @@ class Machine:
     def receive(self, stream: str, chunk: Chunk) -> None:
         nodes = self.receivers[stream]
         backwards = self.backwards[stream]
-        all_nodes = self.nodes
         within = self.within
         sequence = self.sequence
         returned: list[Partial] = []
         for ev in zip(chunk.ts, chunk.rows, strict=True):
             t = ev[0]
             if within is not None and (self.check_from is None or t >= self.check_from):
-                for node in all_nodes:
-                    node.expire(t)
+                self.expire(t)
             if sequence:
                 self.root_reset()
                 self.root_update()
