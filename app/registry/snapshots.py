@@ -144,11 +144,12 @@ class RegistrySnapshots:
 
 
 def _delete(conn: sa.Connection, ids: builtins.list[int]) -> int:
-    if ids:
-        chunks = schema.snapshot_chunks.c
-        conn.execute(sa.delete(schema.snapshot_chunks).where(chunks.snapshot_id.in_(ids)))
-        conn.execute(sa.delete(schema.snapshots).where(schema.snapshots.c.id.in_(ids)))
-    return len(ids)
+    """Delete snapshots `ids`; how many were still there (another node may have deleted some)."""
+    if not ids:
+        return 0
+    chunks = schema.snapshot_chunks.c
+    conn.execute(sa.delete(schema.snapshot_chunks).where(chunks.snapshot_id.in_(ids)))
+    return int(conn.execute(sa.delete(schema.snapshots).where(schema.snapshots.c.id.in_(ids))).rowcount)
 
 
 def _meta(row: Any) -> SnapshotMeta:

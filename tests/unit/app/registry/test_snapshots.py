@@ -78,3 +78,13 @@ def test_prune_to_zero_and_refuse_negative(store: RegistrySnapshots) -> None:
         store.prune("pizza", -1)
     assert store.prune("pizza", 0) == 1
     assert store.list("pizza") == []
+
+
+def test_deleting_counts_only_snapshots_still_there(store: RegistrySnapshots) -> None:
+    """Two nodes pruning at once: the second counts none of what the first deleted."""
+    from app.registry.snapshots import _delete
+
+    kept = store.save(meta_of(b"s"), b"s")
+    with store.registry.engine.begin() as conn:
+        assert _delete(conn, [kept, kept + 100]) == 1
+        assert _delete(conn, [kept]) == 0
