@@ -88,3 +88,19 @@ def test_deleting_counts_only_snapshots_still_there(store: RegistrySnapshots) ->
     with store.registry.engine.begin() as conn:
         assert _delete(conn, [kept, kept + 100]) == 1
         assert _delete(conn, [kept]) == 0
+
+
+def test_a_lost_chunk_is_found_on_load_by_its_size(store: RegistrySnapshots) -> None:
+    import sqlalchemy as sa
+
+    from app.registry import schema
+    from app.registry.snapshots import CHUNK_BYTES
+
+    blob = bytes(CHUNK_BYTES + 10)
+    snapshot_id = store.save(meta_of(blob), blob)
+    with store.registry.engine.begin() as conn:
+        conn.execute(sa.delete(schema.snapshot_chunks))
+    with pytest.raises(
+        SnapshotCorrupt, match=f"is corrupt: {CHUNK_BYTES} bytes stored, {CHUNK_BYTES + 10} expected"
+    ):
+        store.load(snapshot_id)
