@@ -201,8 +201,9 @@ def _register_commands() -> None:
     from app.commands.publish import publish
     from app.commands.registry import COMMANDS
     from app.commands.server import server
+    from app.commands.snapshot import snapshot
 
-    for command in (*COMMANDS, server, publish):
+    for command in (*COMMANDS, server, publish, snapshot):
         main.add_command(command)
 
 

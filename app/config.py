@@ -117,6 +117,20 @@ class HA:
     renew_seconds: int = 3
 
 
+FSYNC_POLICIES = ("always", "interval", "off")
+
+
+@dataclass(frozen=True)
+class Persistence:
+    """Snapshots of persistence-mode plans (`app.registry.snapshots`) and their input log."""
+
+    keep_snapshots: int = 3  # per plan, the newest kept in the registry; older ones are pruned
+    input_log: bool = True  # log every acknowledged event of a persistence-mode plan (data_dir)
+    fsync: str = "interval"  # when the input log reaches the disk: "always" | "interval" | "off"
+    fsync_interval_ms: int = 50  # with fsync = "interval"
+    max_log_bytes: int = 1024 * 1024 * 1024  # the input log of one plan at most
+
+
 @dataclass(frozen=True)
 class Config:
     node: Node = field(default_factory=Node)
@@ -128,6 +142,7 @@ class Config:
     adapters: Adapters = field(default_factory=Adapters)
     cluster: Cluster = field(default_factory=Cluster)
     ha: HA = field(default_factory=HA)
+    persistence: Persistence = field(default_factory=Persistence)
 
     # ---- effective values ---------------------------------------------------------------
 
@@ -299,6 +314,19 @@ def _validate(cfg: Config) -> None:
         raise ConfigError(msg)
     if cfg.thrift.tls_min_version not in ("TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3"):
         msg = "thrift.tls_min_version must be TLSv1, TLSv1.1, TLSv1.2 or TLSv1.3"
+        raise ConfigError(msg)
+    p = cfg.persistence
+    if p.keep_snapshots < 1:
+        msg = f"persistence.keep_snapshots must be at least 1, got {p.keep_snapshots}"
+        raise ConfigError(msg)
+    if p.fsync not in FSYNC_POLICIES:
+        msg = f"persistence.fsync must be one of {', '.join(FSYNC_POLICIES)}, got {p.fsync!r}"
+        raise ConfigError(msg)
+    if p.fsync_interval_ms < 1:
+        msg = f"persistence.fsync_interval_ms must be positive, got {p.fsync_interval_ms}"
+        raise ConfigError(msg)
+    if p.max_log_bytes < 1024 * 1024:
+        msg = f"persistence.max_log_bytes must be at least 1048576 (1 MiB), got {p.max_log_bytes}"
         raise ConfigError(msg)
     for address in cfg.cluster.wka:
         host, _, port_text = address.rpartition(":")

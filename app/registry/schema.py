@@ -34,6 +34,16 @@ def name_type() -> sa.types.TypeEngine[str]:
     )
 
 
+def large_binary() -> sa.types.TypeEngine[bytes]:
+    """Bytes of any sensible length (LONGBLOB on MySQL, BYTEA on PostgreSQL, BLOB on SQLite)."""
+    return sa.LargeBinary().with_variant(mysql.LONGBLOB(), "mysql", "mariadb")
+
+
+def utc_datetime() -> sa.types.TypeEngine[Any]:
+    """A UTC time without zone, to the microsecond (MySQL's DATETIME keeps whole seconds by default)."""
+    return sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
+
+
 def long_text() -> sa.types.TypeEngine[str]:
     """Text of any sensible length (MEDIUMTEXT on MySQL, whose TEXT stops at 64 KiB)."""
     return sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
@@ -160,5 +170,35 @@ formatters = sa.Table(
     sa.Column("type", sa.String(20), nullable=False),
     sa.Column("config", JSONText(), nullable=False),
     _revision(),
+    **MYSQL_TABLE_ARGS,
+)
+
+
+# snapshots of plans' state (`app.registry.snapshots`); not entities: writing them bumps no revision.
+# A blob is split into chunks of at most `snapshots.CHUNK_BYTES`: the first in `data`, the rest in
+# `cep_snapshot_chunks` (one value must fit in one packet on MySQL/MariaDB: 16 MiB by default)
+snapshots = sa.Table(
+    "cep_snapshots",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("plan", name_type(), nullable=False),
+    sa.Column("text_sha256", sa.String(64), nullable=False),
+    sa.Column("state_format", sa.Integer, nullable=False),
+    sa.Column("input_position", sa.BigInteger, nullable=True),
+    sa.Column("size", sa.BigInteger, nullable=False),
+    sa.Column("checksum", sa.String(64), nullable=False),
+    sa.Column("created_at", utc_datetime(), nullable=False),
+    sa.Column("node", name_type(), nullable=False),
+    sa.Column("data", large_binary(), nullable=False),
+    sa.Index(None, "plan", "id"),
+    **MYSQL_TABLE_ARGS,
+)
+
+snapshot_chunks = sa.Table(
+    "cep_snapshot_chunks",
+    metadata,
+    sa.Column("snapshot_id", sa.Integer, sa.ForeignKey("cep_snapshots.id"), primary_key=True),
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False),  # 1, 2, ... after `data`
+    sa.Column("data", large_binary(), nullable=False),
     **MYSQL_TABLE_ARGS,
 )

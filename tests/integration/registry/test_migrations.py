@@ -102,3 +102,23 @@ def test_nodes_starting_together_migrate_once(database_url: str, tmp_path: Path)
         else:
             with isolated_database(database_url) as url:
                 _start_together(url)
+
+
+def test_a_registry_at_0001_upgrades_to_snapshots_keeping_its_entities(empty_registry: Registry) -> None:
+    from alembic import command
+
+    from app.registry import Attribute, StreamDefinition
+
+    with empty_registry.engine.connect() as conn:
+        conn.execution_options(**registry_migrate.WRITE)
+        with conn.begin():
+            command.upgrade(registry_migrate.alembic_config(conn), "0001_initial")
+    stream = StreamDefinition("orders", "1.0.0", payload=(Attribute("n", "INT"),))
+    empty_registry.put_stream(stream)
+    revision = empty_registry.revision()
+    assert empty_registry.migrate() == ("0001_initial", registry_migrate.head())
+    assert registry_migrate.head() == "0002_snapshots"
+    assert empty_registry.get_stream("orders:1.0.0") == stream
+    assert empty_registry.revision() == revision
+    with empty_registry.engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM cep_snapshots")).scalar() == 0

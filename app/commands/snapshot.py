@@ -1,0 +1,118 @@
+"""`cepheus snapshot list [PLAN]` and `cepheus snapshot discard PLAN (--id N | --all)`.
+
+Both read the registry of the node configuration (`--config`, as the registry commands) and
+need no running node. `take` and `restore` act on a running node's plans and are not here.
+Register `snapshot` on the main group.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from adapters.wording import counted
+from app.commands.registry import config_option, registry_from_config
+from app.registry.snapshots import RegistrySnapshots
+from ha.ports import SnapshotMeta
+
+HEADERS = ("ID", "PLAN", "CREATED (UTC)", "NODE", "SIZE", "INPUT POSITION", "STATE FORMAT")
+
+
+def size_text(size: int) -> str:
+    """`size` bytes as people read it: 512 B, 1.5 KiB, 20.0 MiB."""
+    value = float(size)
+    for unit in ("B", "KiB", "MiB"):
+        if value < 1024:
+            return f"{size} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
+def _row(meta: SnapshotMeta) -> tuple[str, ...]:
+    return (
+        str(meta.id),
+        meta.plan,
+        meta.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+        meta.node,
+        size_text(meta.size),
+        "-" if meta.input_position is None else str(meta.input_position),
+        str(meta.state_format),
+    )
+
+
+def table(metas: list[SnapshotMeta]) -> str:
+    rows = [HEADERS, *(_row(m) for m in metas)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADERS))]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    )
+
+
+def as_json(meta: SnapshotMeta) -> dict[str, Any]:
+    return {
+        "id": meta.id,
+        "plan": meta.plan,
+        "created_at": meta.created_at.isoformat(),
+        "node": meta.node,
+        "size": meta.size,
+        "input_position": meta.input_position,
+        "state_format": meta.state_format,
+        "text_sha256": meta.text_sha256,
+        "checksum": meta.checksum,
+    }
+
+
+@click.group("snapshot")
+def snapshot() -> None:
+    """Snapshots of plans' state kept in the registry."""
+
+
+@snapshot.command("list")
+@click.argument("plan", required=False)
+@config_option
+@click.option("--json", "as_json_", is_flag=True, help="a JSON list of objects instead of a table")
+def list_(plan: str | None, config_path: str | None, as_json_: bool) -> None:
+    """List the snapshots of PLAN (default: of every plan), newest first."""
+    with registry_from_config(config_path) as registry:
+        store = RegistrySnapshots(registry)
+        metas = store.list_all() if plan is None else store.list(plan)
+    if as_json_:
+        click.echo(json.dumps([as_json(m) for m in metas], indent=2))
+    elif not metas:
+        click.echo("no snapshots" if plan is None else f"plan {plan!r} has no snapshots")
+    else:
+        click.echo(table(metas))
+
+
+@snapshot.command("discard")
+@click.argument("plan")
+@click.option("--id", "snapshot_id", type=int, default=None, help="the snapshot to discard")
+@click.option("--all", "all_", is_flag=True, help="discard every snapshot of PLAN")
+@config_option
+def discard(plan: str, snapshot_id: int | None, all_: bool, config_path: str | None) -> None:
+    """Delete one snapshot of PLAN (--id N) or all of them (--all), without asking."""
+    if (snapshot_id is None) == (not all_):
+        msg = "give either --id N or --all"
+        raise click.UsageError(msg)
+    with registry_from_config(config_path) as registry:
+        store = RegistrySnapshots(registry)
+        metas = store.list(plan)
+        if snapshot_id is not None:
+            metas = [m for m in metas if m.id == snapshot_id]
+            if not metas:
+                click.echo(
+                    f"error: plan {plan!r} has no snapshot {snapshot_id} (see `cepheus snapshot list {plan}`)",
+                    err=True,
+                )
+                sys.exit(1)
+        discarded = [m for m in metas if m.id is not None and store.discard(plan, m.id)]
+    for meta in discarded:
+        taken = meta.created_at.strftime("%Y-%m-%d %H:%M:%S")
+        click.echo(
+            f"discarded snapshot {meta.id} of plan {plan!r} (taken {taken} UTC, {size_text(meta.size)})"
+        )
+    if snapshot_id is None:
+        click.echo(f"plan {plan!r}: {counted(len(discarded), 'snapshot')} discarded")

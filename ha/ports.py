@@ -1,0 +1,112 @@
+"""Ports of high availability and persistence: what `ha/` needs from storage, as Protocols.
+
+`app/` implements them (on the registry database); `ha/` and the node see snapshots as opaque
+bytes with a `SnapshotMeta` beside them. Imports nothing but `ha.errors` (hence `engine.errors`);
+no I/O, no threads.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Protocol
+
+
+def checksum_of(blob: bytes) -> str:
+    """The checksum a `SnapshotMeta` carries: the SHA-256 of the blob, lower-case hex."""
+    return hashlib.sha256(blob).hexdigest()
+
+
+@dataclass(frozen=True)
+class SnapshotMeta:
+    """What is known about one snapshot of a plan's state, without its bytes.
+
+    `id` is None until the store has saved it. `text_sha256` identifies the plan text the
+    state belongs to; `state_format` is the engine's blob format (`engine.STATE_FORMAT`);
+    `input_position` is the last input-log position the state covers (None: no input log);
+    `size` and `checksum` describe the blob; `created_at` is UTC and timezone-aware; `node`
+    is the id of the node that took it.
+    """
+
+    id: int | None
+    plan: str
+    text_sha256: str
+    state_format: int
+    input_position: int | None
+    size: int
+    checksum: str
+    created_at: datetime
+    node: str
+
+    def __post_init__(self) -> None:
+        if self.created_at.utcoffset() != timedelta(0):
+            msg = f"SnapshotMeta.created_at must be timezone-aware UTC, got {self.created_at!r}"
+            raise ValueError(msg)
+
+    @classmethod
+    def describe(
+        cls,
+        blob: bytes,
+        *,
+        plan: str,
+        text_sha256: str,
+        state_format: int,
+        input_position: int | None,
+        created_at: datetime,
+        node: str,
+    ) -> SnapshotMeta:
+        """The meta of a new (unsaved) snapshot: size and checksum computed from `blob`."""
+        return cls(
+            None,
+            plan,
+            text_sha256,
+            state_format,
+            input_position,
+            len(blob),
+            checksum_of(blob),
+            created_at,
+            node,
+        )
+
+
+class SnapshotStore(Protocol):
+    """Snapshots of plans' state, shared by every node.
+
+    Newest means most recently saved: ids grow with every save, so "newest first" is by id,
+    descending (never by `created_at`, which comes from the saving node's clock). Each method
+    is atomic: after a failure (which propagates as the store's own exception) nothing of it
+    is visible. Saving, pruning and discarding change no registry revision: nodes do not
+    redeploy because of them.
+    """
+
+    def save(self, meta: SnapshotMeta, blob: bytes) -> int:
+        """Store `blob` as `meta` says (meta.id None) and return its new id.
+
+        Computes nothing: raises `SnapshotCorrupt` (and stores nothing) when `blob`'s size or
+        SHA-256 differ from `meta.size` / `meta.checksum`. Either the whole snapshot is stored
+        or nothing.
+        """
+        ...
+
+    def list(self, plan: str) -> builtins.list[SnapshotMeta]:
+        """The metas of `plan`'s snapshots, newest first (empty when there are none)."""
+        ...
+
+    def load(self, id: int) -> bytes:
+        """The blob of snapshot `id`, checked against its meta.
+
+        Raises `SnapshotMissing` when there is no such snapshot and `SnapshotCorrupt` (naming
+        plan, id and time) when its stored size or SHA-256 differ from its meta.
+        """
+        ...
+
+    def prune(self, plan: str, keep: int) -> int:
+        """Delete all but the `keep` newest snapshots of `plan` (keep >= 0); the number deleted."""
+        ...
+
+    def discard(self, plan: str, id: int | None = None) -> int:
+        """Delete snapshot `id` of `plan` (0 if `plan` has none of that id), or all of `plan`'s when
+        `id` is None; the number deleted."""
+        ...
