@@ -91,6 +91,7 @@ class Login:
     lockout_seconds: float = 1.0  # the first lockout; doubled by every further failure
     max_lockout_seconds: float = 60.0
     max_concurrent_checks: int = 1  # password hashes (scrypt) computed at once on this node
+    check_wait_seconds: float = 0.5  # how long a login may wait for a free check; then 503 / refused
 
 
 @dataclass(frozen=True)
@@ -267,6 +268,9 @@ def _validate(cfg: Config) -> None:
         if getattr(cfg.http, key) <= 0:
             msg = f"http.{key} must be positive"
             raise ConfigError(msg)
+    if cfg.login.check_wait_seconds <= 0:
+        msg = "login.check_wait_seconds must be positive"
+        raise ConfigError(msg)
     if cfg.login.max_failures < 1 or cfg.login.max_concurrent_checks < 1:
         msg = "login.max_failures and login.max_concurrent_checks must be at least 1"
         raise ConfigError(msg)

@@ -55,6 +55,7 @@ def login_throttle(login: Login) -> LoginThrottle:
             lockout_seconds=login.lockout_seconds,
             max_lockout_seconds=login.max_lockout_seconds,
             max_concurrent_checks=login.max_concurrent_checks,
+            check_wait_seconds=login.check_wait_seconds,
         )
     )
 
