@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from app.config import load
-from app.node.node import login_throttle
+from app.node.node import http_limits, login_throttle
 from engine.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[3]
@@ -30,6 +30,13 @@ def test_shipped_config_documents_every_key_of_the_section(name: str) -> None:
 def test_the_login_check_wait_reaches_the_throttle_of_the_node() -> None:
     cfg = load(env={"CEPHEUS__LOGIN__CHECK_WAIT_SECONDS": "0.25"})
     assert login_throttle(cfg.login).settings.check_wait_seconds == 0.25
+
+
+def test_http_inflight_bytes_reach_the_port_and_must_hold_one_request() -> None:
+    cfg = load(env={}, overrides={"http": {"max_inflight_bytes": 5_000_000, "max_request_bytes": 1_000_000}})
+    assert http_limits(cfg).max_inflight_bytes == 5_000_000
+    with pytest.raises(ConfigError, match=r"^http.max_inflight_bytes \(1000\) must be at least"):
+        load(env={}, overrides={"http": {"max_inflight_bytes": 1000}})
 
 
 def test_http_limits_from_the_environment() -> None:
