@@ -72,6 +72,7 @@ class Http:
 
     enabled: bool = True  # POST /events/<stream>:<version>, when the registry has no http receiver entry
     max_request_bytes: int = 16 * 1024 * 1024
+    max_inflight_bytes: int = 64 * 1024 * 1024  # request bodies held at once, node-wide; past it 503
     max_header_bytes: int = 64 * 1024  # request line and headers
     max_json_depth: int = 64  # nesting of arrays and objects in a JSON body
     threads: int = 8  # requests served at once; the others wait their turn
@@ -91,6 +92,7 @@ class Login:
     lockout_seconds: float = 1.0  # the first lockout; doubled by every further failure
     max_lockout_seconds: float = 60.0
     max_concurrent_checks: int = 1  # password hashes (scrypt) computed at once on this node
+    check_wait_seconds: float = 0.5  # how long a login may wait for a free check; then 503 / refused
 
 
 @dataclass(frozen=True)
@@ -282,6 +284,15 @@ def _validate(cfg: Config) -> None:
         if getattr(cfg.http, key) <= 0:
             msg = f"http.{key} must be positive"
             raise ConfigError(msg)
+    if cfg.http.max_inflight_bytes < cfg.http.max_request_bytes:
+        msg = (
+            f"http.max_inflight_bytes ({cfg.http.max_inflight_bytes}) must be at least "
+            f"http.max_request_bytes ({cfg.http.max_request_bytes}), or no body of that size is ever read"
+        )
+        raise ConfigError(msg)
+    if cfg.login.check_wait_seconds <= 0:
+        msg = "login.check_wait_seconds must be positive"
+        raise ConfigError(msg)
     if cfg.login.max_failures < 1 or cfg.login.max_concurrent_checks < 1:
         msg = "login.max_failures and login.max_concurrent_checks must be at least 1"
         raise ConfigError(msg)

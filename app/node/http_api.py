@@ -4,7 +4,8 @@
 request's basic credentials with `Credentials` (throttled, logged there) and gives the reply
 for a refused one: 401 without credentials or with wrong ones (the messages differ, so a
 client can tell a missing header from a typo), 429 with `Retry-After` while the address or
-the user is locked out. The client address is the socket's peer: `X-Forwarded-For` and its
+the user is locked out, 503 with `Retry-After` when no password check was free within
+`login.check_wait_seconds` (the node is busy, not the client at fault). The client address is the socket's peer: `X-Forwarded-For` and its
 kin are never trusted.
 """
 
@@ -18,6 +19,8 @@ from flask import Response, request
 from app.node.auth import Credentials, Outcome
 
 CHALLENGE = {"WWW-Authenticate": 'Basic realm="cepheus", charset="UTF-8"'}
+# `Credentials` tells "no check was free" from a lockout only by its message (both THROTTLED)
+_BUSY_MESSAGE = "too many logins at once"
 
 
 def json_error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
@@ -36,5 +39,6 @@ def login_refusal(credentials: Credentials, via: str = "http") -> Response | Non
         return None
     if verdict.outcome is Outcome.THROTTLED:
         retry = str(max(1, math.ceil(verdict.retry_after)))
-        return json_error(429, verdict.message, {"Retry-After": retry})
+        status = 503 if verdict.message.startswith(_BUSY_MESSAGE) else 429
+        return json_error(status, verdict.message, {"Retry-After": retry})
     return json_error(401, verdict.message or "wrong user name or password", CHALLENGE)

@@ -44,6 +44,7 @@ class Limits:
     idle_timeout: float = 30.0
     max_header_bytes: int = 64 * 1024
     max_body_bytes: int = 16 * 1024 * 1024
+    max_inflight_bytes: int = 64 * 1024 * 1024  # request bodies held at once, all connections
     stop_timeout: float = 10.0  # how long `stop()` waits for requests being served
 
 

@@ -1,8 +1,10 @@
 """`WebServer`: the node's HTTP port, a WSGI app served by waitress in threads of this process.
 
 One I/O thread ("http-io") accepts, reads and writes every connection; `Limits.threads`
-workers run the app on complete requests; `app.node.http_guard` adds connection limits,
-deadlines and JSON errors. The thread count is fixed whatever the clients do.
+workers run the app on complete requests, and one more serves `GET /health` only, so a load
+balancer's check never waits behind logins; `app.node.http_guard` adds connection limits,
+deadlines, refusals before the body (`app.node.http_screen`) and JSON errors. The thread
+count is fixed whatever the clients do.
 
 `stop()` closes the listeners first (a new connection is refused), lets the requests being
 served finish and deliver their replies (up to `Limits.stop_timeout`), closes every other
@@ -23,6 +25,7 @@ from waitress.task import ThreadedTaskDispatcher  # type: ignore[import-untyped]
 
 from app.node.http_guard import GuardedServer
 from app.node.http_limits import Guard, Limits
+from app.node.http_screen import Lockout, Screen
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +33,14 @@ T = TypeVar("T")
 
 
 class WebServer:
-    def __init__(self, app: Any, host: str, port: int, limits: Limits | None = None) -> None:
+    def __init__(
+        self,
+        app: Any,
+        host: str,
+        port: int,
+        limits: Limits | None = None,
+        lockout: Lockout | None = None,  # a client address's login lockout (`http_screen.address_lockout`)
+    ) -> None:
         self.limits = limits = limits or Limits()
         adj = Adjustments(
             host=host,
@@ -46,13 +56,17 @@ class WebServer:
             clear_untrusted_proxy_headers=True,
         )
         self.guard = Guard(limits)
+        self.screen = Screen(limits.max_inflight_bytes, lockout)
         self._map: dict[int, Any] = {}
         self._dispatcher = ThreadedTaskDispatcher()
+        self._health = ThreadedTaskDispatcher()
         self._servers: list[GuardedServer] = []
         try:
             for sockinfo in adj.listen:
                 self._servers.append(
-                    GuardedServer(app, self._map, self._dispatcher, adj, sockinfo, self.guard)
+                    GuardedServer(
+                        app, self._map, self._dispatcher, adj, sockinfo, self.guard, self.screen, self._health
+                    )
                 )
         except BaseException:
             wasyncore.close_all(self._map, ignore_all=True)
@@ -62,6 +76,7 @@ class WebServer:
 
     def start(self) -> None:
         self._dispatcher.set_thread_count(self.limits.threads)
+        self._health.set_thread_count(1)
         self._thread.start()
 
     def _run(self) -> None:
@@ -88,6 +103,7 @@ class WebServer:
         self._in_loop(lambda: wasyncore.close_all(self._map, ignore_all=True))  # the loop ends with its map
         self._thread.join(5)
         self._dispatcher.shutdown(cancel_pending=True, timeout=5)
+        self._health.shutdown(cancel_pending=True, timeout=5)
 
     def _in_loop(self, action: Callable[[], T]) -> T | None:
         """Run `action` in the I/O thread (the only one that may touch connections) and wait for it."""

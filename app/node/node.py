@@ -26,6 +26,7 @@ from app.node.catalog import StreamCatalog
 from app.node.errors import NodeError
 from app.node.http_events import events_blueprint
 from app.node.http_limits import Limits
+from app.node.http_screen import address_lockout
 from app.node.http_server import WebServer
 from app.node.ingress import Ingress
 from app.node.outputs import OutputHub
@@ -55,6 +56,7 @@ def login_throttle(login: Login) -> LoginThrottle:
             lockout_seconds=login.lockout_seconds,
             max_lockout_seconds=login.max_lockout_seconds,
             max_concurrent_checks=login.max_concurrent_checks,
+            check_wait_seconds=login.check_wait_seconds,
         )
     )
 
@@ -70,6 +72,7 @@ def http_limits(cfg: Config) -> Limits:
         idle_timeout=http.idle_timeout_seconds,
         max_header_bytes=http.max_header_bytes,
         max_body_bytes=http.max_request_bytes,
+        max_inflight_bytes=http.max_inflight_bytes,
     )
 
 
@@ -138,7 +141,13 @@ class Node:
         )
         app = create_web_app([bp], self.health, self.credentials)
         try:
-            self.web = WebServer(app, cfg.console.host, cfg.console_port, http_limits(cfg))
+            self.web = WebServer(
+                app,
+                cfg.console.host,
+                cfg.console_port,
+                http_limits(cfg),
+                lockout=address_lockout(self.credentials),
+            )
         except OSError as exc:
             msg = (
                 f"http cannot listen on {cfg.console.host}:{cfg.console_port} ({exc.strerror}); "

@@ -7,22 +7,36 @@ from pathlib import Path
 import pytest
 
 from app.config import load
+from app.node.node import http_limits, login_throttle
 from engine.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[3]
 
 
-def test_shipped_config_documents_every_http_key() -> None:
+@pytest.mark.parametrize("name", ["http", "login"])
+def test_shipped_config_documents_every_key_of_the_section(name: str) -> None:
     shipped = load(REPO / "conf" / "cepheus.toml", env={})
-    assert shipped.http == load(env={}).http
+    assert getattr(shipped, name) == getattr(load(env={}), name)
     text = (REPO / "conf" / "cepheus.toml").read_text(encoding="utf-8")
-    section = text.split("[http]", 1)[1].split("\n[", 1)[0]
+    section = text.split(f"[{name}]", 1)[1].split("\n[", 1)[0]
     keys = {
         line.split("=")[0].strip()
         for line in section.splitlines()
         if "=" in line and not line.startswith("#")
     }
-    assert keys == set(type(shipped.http).__dataclass_fields__)
+    assert keys == set(type(getattr(shipped, name)).__dataclass_fields__)
+
+
+def test_the_login_check_wait_reaches_the_throttle_of_the_node() -> None:
+    cfg = load(env={"CEPHEUS__LOGIN__CHECK_WAIT_SECONDS": "0.25"})
+    assert login_throttle(cfg.login).settings.check_wait_seconds == 0.25
+
+
+def test_http_inflight_bytes_reach_the_port_and_must_hold_one_request() -> None:
+    cfg = load(env={}, overrides={"http": {"max_inflight_bytes": 5_000_000, "max_request_bytes": 1_000_000}})
+    assert http_limits(cfg).max_inflight_bytes == 5_000_000
+    with pytest.raises(ConfigError, match=r"^http.max_inflight_bytes \(1000\) must be at least"):
+        load(env={}, overrides={"http": {"max_inflight_bytes": 1000}})
 
 
 def test_http_limits_from_the_environment() -> None:

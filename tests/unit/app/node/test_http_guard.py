@@ -12,8 +12,9 @@ from typing import Any, cast
 import pytest
 from waitress.adjustments import Adjustments  # type: ignore[import-untyped]
 
-from app.node.http_guard import GuardedChannel
+from app.node.http_guard import GuardedChannel, Refused
 from app.node.http_limits import Guard, Limits
+from app.node.http_screen import Screen
 
 LIMITS = Limits(max_connections_per_address=2, header_timeout=10.0, body_timeout=60.0, idle_timeout=30.0)
 
@@ -161,7 +162,9 @@ def channel() -> Iterator[GuardedChannel]:
     """A real waitress channel on one end of a socket pair, its server a stand-in."""
     ours, theirs = socket.socketpair()
     adj = Adjustments()
-    server = SimpleNamespace(active_channels={}, adj=adj, guard=Guard(LIMITS), add_task=lambda channel: None)
+    server = SimpleNamespace(
+        active_channels={}, adj=adj, guard=Guard(LIMITS), add_task=lambda channel: None, screen=Screen(10_000)
+    )
     made = GuardedChannel(cast(Any, server), ours, ("10.0.0.7", 5000), adj, map={})
     made.accepted = 500.0
     yield made
@@ -178,3 +181,17 @@ def test_a_request_after_a_complete_one_is_timed_from_its_first_byte(channel: Gu
     channel.received(b"GET /health HTTP/1.1\r\nHost: c\r\n\r\nGET /next HT")
     assert len(channel.requests) == 1
     assert channel.request.started > 500.0
+
+
+def test_a_refused_request_pipelined_behind_one_in_service_is_answered_after_it(
+    channel: GuardedChannel,
+) -> None:
+    channel.received(
+        b"GET /health HTTP/1.1\r\nHost: c\r\n\r\n"
+        b"POST /events/t:1 HTTP/1.1\r\nHost: c\r\nContent-Length: 10\r\n\r\n[1"
+    )
+    assert [r.path for r in channel.requests] == ["/health", "/events/t:1"]
+    assert channel.requests[0].error is None
+    refused = channel.requests[1].error
+    assert isinstance(refused, Refused) and refused.code == 401
+    assert channel.request is None and channel.socket is not None  # still open for the first reply

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import threading
 from typing import Any, cast
 
 import pytest
@@ -123,6 +124,30 @@ def test_repeated_failures_are_throttled_with_retry_after() -> None:
     assert reply.status_code == 429
     assert reply.json == {"error": "too many failed logins (address 127.0.0.1); try again in 30 s"}
     assert reply.headers["Retry-After"] == "30"
+
+
+def test_a_login_that_finds_no_free_check_is_a_503_with_retry_after() -> None:
+    inside, release = threading.Event(), threading.Event()
+
+    def verify(user: str, password: str) -> bool:
+        inside.set()
+        return release.wait(30)
+
+    settings = ThrottleSettings(max_concurrent_checks=1, check_wait_seconds=0.01)
+    credentials = Credentials(verify, throttle=LoginThrottle(settings))
+    app = create_web_app([], lambda: REPORT, credentials)
+    holder = threading.Thread(
+        target=app.test_client().get, args=("/health/details",), kwargs={"headers": ADMIN}
+    )
+    holder.start()
+    try:
+        assert inside.wait(10)  # the only check is taken
+        reply = app.test_client().get("/health/details", headers=basic("other", "pw"))
+    finally:
+        release.set()
+        holder.join(10)
+    assert (reply.status_code, reply.json) == (503, {"error": "too many logins at once; try again shortly"})
+    assert reply.headers["Retry-After"] == "1"
 
 
 def test_forwarded_for_header_is_not_the_client_address() -> None:
