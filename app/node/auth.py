@@ -46,6 +46,7 @@ class Outcome(enum.Enum):
     ACCEPTED = "accepted"
     WRONG = "wrong"  # unknown user or wrong password
     THROTTLED = "throttled"  # too many failures: refused without checking
+    BUSY = "busy"  # no password check free within `check_wait_seconds`: the node, not the client
 
 
 @dataclass(frozen=True)
@@ -198,11 +199,8 @@ class Credentials:
         in log lines: "thrift", "http")."""
         digest = hashlib.sha256(self._salt + password.encode("utf-8", "surrogatepass")).digest()
         now = self._clock()
-        with self._lock:
-            cached = self._good.get(username)
-            if cached is not None and cached[1] > now and hmac.compare_digest(cached[0], digest):
-                self._good[username] = (digest, now + self._ttl)  # kept while in use
-                return ACCEPTED
+        if self._remembered(username, digest, now):
+            return ACCEPTED
         client = client_key(address) if address else "?"
         name = _shown(username)
         keys = (f"address {client}", f"user {name}")
@@ -216,8 +214,10 @@ class Credentials:
             self._log(
                 "%s login of user %r from %s refused: the node is busy checking passwords", via, name, address
             )
-            return Verdict(Outcome.THROTTLED, "too many logins at once; try again shortly", 1.0)
+            return Verdict(Outcome.BUSY, "too many logins at once; try again shortly", 1.0)
         try:
+            if self._remembered(username, digest, now):  # checked by another attempt while this one waited
+                return ACCEPTED
             locked = self.throttle.locked(checked)  # failures while this attempt waited its turn
             good = locked is None and self._verify(username, password)
         finally:
@@ -242,6 +242,14 @@ class Credentials:
                 self._known.clear()
             self._known[(username, client)] = now
         return ACCEPTED
+
+    def _remembered(self, username: str, digest: bytes, now: float) -> bool:
+        with self._lock:
+            cached = self._good.get(username)
+            if cached is not None and cached[1] > now and hmac.compare_digest(cached[0], digest):
+                self._good[username] = (digest, now + self._ttl)  # kept while in use
+                return True
+        return False
 
     def _throttled(self, name: str, address: str, via: str, key: str, left: float) -> Verdict:
         if self.throttle.refused_since_lockout(key) == 1:  # once per lockout, not per attempt

@@ -19,8 +19,6 @@ from flask import Response, request
 from app.node.auth import Credentials, Outcome
 
 CHALLENGE = {"WWW-Authenticate": 'Basic realm="cepheus", charset="UTF-8"'}
-# `Credentials` tells "no check was free" from a lockout only by its message (both THROTTLED)
-_BUSY_MESSAGE = "too many logins at once"
 
 
 def json_error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
@@ -37,8 +35,8 @@ def login_refusal(credentials: Credentials, via: str = "http") -> Response | Non
     verdict = credentials.check(auth.username, auth.password or "", address, via)
     if verdict.outcome is Outcome.ACCEPTED:
         return None
-    if verdict.outcome is Outcome.THROTTLED:
+    if verdict.outcome in (Outcome.THROTTLED, Outcome.BUSY):
         retry = str(max(1, math.ceil(verdict.retry_after)))
-        status = 503 if verdict.message.startswith(_BUSY_MESSAGE) else 429
+        status = 503 if verdict.outcome is Outcome.BUSY else 429
         return json_error(status, verdict.message, {"Retry-After": retry})
     return json_error(401, verdict.message or "wrong user name or password", CHALLENGE)

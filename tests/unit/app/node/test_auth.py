@@ -251,3 +251,49 @@ def test_an_attempt_that_waited_for_its_turn_is_refused_if_a_lockout_began_meanw
     second.join(5)
     assert verdicts[0].outcome is Outcome.THROTTLED
     assert calls == ["a"]
+
+
+def test_attempts_queued_behind_a_check_of_the_same_password_need_no_check_of_their_own() -> None:
+    verify = Verifier()
+    started = threading.Event()
+
+    def slow(username: str, password: str) -> bool:
+        started.set()
+        time.sleep(0.2)
+        return verify(username, password)
+
+    credentials = Credentials(slow)
+    verdicts: list[Verdict] = []
+    first = threading.Thread(target=lambda: verdicts.append(credentials.check("admin", "s3cret", "10.0.0.1")))
+    first.start()
+    started.wait(5)
+    others = [
+        threading.Thread(target=lambda: verdicts.append(credentials.check("admin", "s3cret", "10.0.0.1")))
+        for _ in range(5)
+    ]
+    for thread in others:
+        thread.start()
+    for thread in [first, *others]:
+        thread.join(5)
+    assert [v.outcome for v in verdicts] == [Outcome.ACCEPTED] * 6
+    assert len(verify.calls) == 1
+
+
+def test_no_free_check_within_the_wait_is_busy_not_a_lockout() -> None:
+    release = threading.Event()
+    calls: list[str] = []
+
+    def stuck(username: str, password: str) -> bool:
+        calls.append(password)
+        release.wait(5)
+        return False
+
+    credentials = Credentials(stuck, throttle=LoginThrottle(ThrottleSettings(check_wait_seconds=0.05)))
+    holder = threading.Thread(target=credentials.check, args=("admin", "a", "10.0.0.1"))
+    holder.start()
+    while not calls:
+        time.sleep(0.001)
+    verdict = credentials.check("bob", "b", "10.0.0.2")
+    release.set()
+    holder.join(5)
+    assert verdict.outcome is Outcome.BUSY and verdict.retry_after > 0
