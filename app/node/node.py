@@ -32,9 +32,11 @@ from app.node.ingress import Ingress
 from app.node.outputs import OutputHub
 from app.node.plans import PlanManager
 from app.node.receiver import RegistryHandler
+from app.node.snapshots import SnapshotKeeper
 from app.node.web import create_web_app
 from app.private_files import private_dir
 from app.registry import Change, Receiver, Registry
+from app.registry.snapshots import RegistrySnapshots
 
 log = logging.getLogger("cepheus.node")
 
@@ -84,7 +86,13 @@ class Node:
         self.catalog = StreamCatalog(self.registry)
         self.ingress = Ingress()
         self.outputs = OutputHub(config.adapters, stop_timeout=config.adapters.stop_timeout_seconds)
-        self.plans = PlanManager(self.catalog, self.ingress, self.outputs)
+        self.snapshots = SnapshotKeeper(
+            RegistrySnapshots(self.registry),
+            config.node_id,
+            config.persistence.keep_snapshots,
+            deployed=lambda: self.plans.deployments(),
+        )
+        self.plans = PlanManager(self.catalog, self.ingress, self.outputs, restore=self.snapshots.restore)
         self.credentials = Credentials(self.registry.verify_user, throttle=login_throttle(config.login))
         self.thrift: DataBridgeServer | None = None
         self.web: WebServer | None = None
@@ -123,6 +131,7 @@ class Node:
         self._started = True
         self.reconcile()
         self.plans.start_clock()
+        self.snapshots.start()
         self._start_web()
         self._watcher = threading.Thread(target=self._watch, name="registry-watcher", daemon=True)
         self._watcher.start()
@@ -281,6 +290,9 @@ class Node:
             self.web.stop()
             self.web = None
             log.info("http stopped")
+        if self._started:
+            self.snapshots.stop()
+            self.snapshots.take_all()  # the receivers are drained: nothing arrives after these
         self.plans.stop()
         log.info("plans stopped")
         started = time.monotonic()

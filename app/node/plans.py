@@ -2,7 +2,9 @@
 
 `apply(plans)` deploys what is new, redeploys what changed (its text, or the definition of a
 stream it imports or exports) and undeploys what is gone or disabled; a plan whose text or
-streams are unchanged keeps running with its state. A plan that fails to deploy is reported
+streams are unchanged keeps running with its state, and a redeployed one keeps the state of
+every query whose text and schemas are unchanged. A persistence-mode plan deployed anew is
+restored from its newest snapshot (`restore`, the node's `SnapshotKeeper`). A plan that fails to deploy is reported
 with the reason and the others are unaffected. One clock thread fires the timers of every
 plan (time windows, triggers, pattern `within`); sends fire due timers too.
 """
@@ -19,6 +21,7 @@ import engine
 from app.node.catalog import StreamCatalog
 from app.node.ingress import Binding, Ingress, Row, wall_ms
 from app.node.outputs import OutputHub
+from app.node.snapshots import describe
 from app.registry import ExecutionPlan
 from app.registry.plans import StreamBinding, stream_bindings
 from engine import Runtime
@@ -60,11 +63,13 @@ class PlanManager:
         ingress: Ingress,
         outputs: OutputHub,
         compile_plan: Callable[[str], Runtime] | None = None,
+        restore: Callable[[ExecutionPlan, Runtime], object] | None = None,
     ) -> None:
         self._catalog = catalog
         self._ingress = ingress
         self._outputs = outputs
         self._compile = compile_plan or (lambda text: engine.compile(text, clock="wall"))
+        self._restore = restore
         self._lock = threading.Lock()
         self._deployed: dict[str, Deployed] = {}
         self._status: dict[str, PlanStatus] = {}
@@ -115,7 +120,10 @@ class PlanManager:
                         retired.append(deployed.pop(name))
                     continue
                 if current is not None:
+                    _carry_over(current, fresh)
                     retired.append(current)
+                elif self._restore is not None and plan.snapshot_interval_minutes > 0:
+                    self._restore(plan, fresh.runtime)
                 deployed[name] = fresh
                 fresh_names.add(name)
                 status[name] = PlanStatus(name, "running")
@@ -205,6 +213,9 @@ class PlanManager:
     def deployed(self) -> list[str]:
         return sorted(self._deployed)
 
+    def deployments(self) -> list[tuple[ExecutionPlan, Runtime]]:
+        return [(d.plan, d.runtime) for d in self._deployed.values()]
+
     # ---- the clock ---------------------------------------------------------------------------
 
     def start_clock(self) -> None:
@@ -243,6 +254,17 @@ class PlanManager:
 
 class _BindingError(Exception):
     pass
+
+
+def _carry_over(old: Deployed, new: Deployed) -> None:
+    """A redeployed plan keeps the state of every query whose text and schemas are unchanged."""
+    name = new.plan.name
+    try:
+        report = new.runtime.restore(old.runtime.capture().encode(), partial=True)
+    except engine.CEPError as exc:
+        log.warning("plan %s starts with empty state after its redeploy: %s", name, exc)
+        return
+    log.info("plan %s carried its state over: %s", name, describe(report))
 
 
 def _bindings(plan: ExecutionPlan) -> list[StreamBinding]:

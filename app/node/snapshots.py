@@ -1,0 +1,177 @@
+"""`SnapshotKeeper`: the state of persistence-mode plans, taken to and restored from the registry.
+
+A plan is in persistence mode when its `snapshot_interval_minutes` is above 0. For such a
+plan the keeper
+- restores, when the plan is deployed on a node that does not run it yet, the newest snapshot
+  that loads: a corrupt or truncated one (size or checksum, `SnapshotCorrupt`), one of another
+  state format, or one the runtime refuses, is skipped with one log line and the one before
+  it is tried; none at all is a fresh start, never a crash loop;
+- takes a snapshot every interval, and a final one when the node stops gracefully (after the
+  receivers have drained, before the plans stop), keeping the newest `keep` per plan.
+Restores are partial (`Runtime.restore(partial=True)`): after an edit of the plan, queries
+whose text and schemas are unchanged keep their state, and the others start empty and are
+named in the log. The state is captured under the runtime's lock and encoded outside it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import engine
+from app.registry import ExecutionPlan
+from engine import Runtime
+from engine.errors import CEPError
+from ha.errors import HAError
+from ha.ports import SnapshotMeta, SnapshotStore
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = 1.0
+
+
+def text_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def persistent(plan: ExecutionPlan) -> bool:
+    return plan.snapshot_interval_minutes > 0
+
+
+class SnapshotKeeper:
+    def __init__(
+        self,
+        store: SnapshotStore,
+        node: str,
+        keep: int,
+        deployed: Callable[[], list[tuple[ExecutionPlan, Runtime]]],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._store = store
+        self._node = node
+        self._keep = keep
+        self._deployed = deployed
+        self._clock = clock
+        self._last: dict[str, float] = {}  # plan -> when its state was last taken or restored
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ---- restore ---------------------------------------------------------------------------
+
+    def restore(self, plan: ExecutionPlan, runtime: Runtime) -> SnapshotMeta | None:
+        """Load the newest usable snapshot of `plan` into `runtime`; the one used, or None."""
+        self._last[plan.name] = self._clock()
+        try:
+            candidates = self._store.list(plan.name)
+        except Exception as exc:  # the registry is down: start empty rather than not at all
+            log.error("plan %s starts with empty state: its snapshots cannot be listed (%s)", plan.name, exc)
+            return None
+        for meta in candidates:
+            assert meta.id is not None
+            if meta.state_format != engine.STATE_FORMAT:
+                log.warning(
+                    "plan %s: snapshot %d skipped: state format %d, this node reads %d",
+                    plan.name,
+                    meta.id,
+                    meta.state_format,
+                    engine.STATE_FORMAT,
+                )
+                continue
+            try:
+                report = runtime.restore(self._store.load(meta.id), partial=True)
+            except (HAError, CEPError) as exc:
+                log.warning("plan %s: snapshot %d skipped: %s", plan.name, meta.id, exc)
+                continue
+            edited = "" if meta.text_sha256 == text_sha256(plan.text) else " (taken before the plan was edited)"
+            log.info(
+                "plan %s restored from snapshot %d of %s by %s%s: %s",
+                plan.name,
+                meta.id,
+                meta.created_at.isoformat(timespec="seconds"),
+                meta.node,
+                edited,
+                describe(report),
+            )
+            return meta
+        if candidates:
+            log.warning("plan %s starts with empty state: none of its %d snapshots loads", plan.name, len(candidates))
+        return None
+
+    # ---- take ------------------------------------------------------------------------------
+
+    def take(self, plan: ExecutionPlan, runtime: Runtime) -> SnapshotMeta:
+        """Snapshot `plan` now, store it and prune the oldest beyond `keep`."""
+        started = self._clock()
+        blob = runtime.capture().encode()
+        meta = SnapshotMeta.describe(
+            blob,
+            plan=plan.name,
+            text_sha256=text_sha256(plan.text),
+            state_format=engine.STATE_FORMAT,
+            input_position=None,
+            created_at=datetime.now(UTC),
+            node=self._node,
+        )
+        snapshot_id = self._store.save(meta, blob)
+        self._store.prune(plan.name, self._keep)
+        self._last[plan.name] = self._clock()
+        log.info(
+            "plan %s: snapshot %d taken (%d bytes in %.0f ms)",
+            plan.name,
+            snapshot_id,
+            meta.size,
+            (self._clock() - started) * 1000,
+        )
+        return dataclasses.replace(meta, id=snapshot_id)
+
+    def take_all(self) -> None:
+        """A final snapshot of every persistence-mode plan (graceful stop); failures are logged."""
+        for plan, runtime in self._deployed():
+            if persistent(plan):
+                self._take_logged(plan, runtime)
+
+    def _take_logged(self, plan: ExecutionPlan, runtime: Runtime) -> None:
+        try:
+            self.take(plan, runtime)
+        except Exception as exc:  # a failed snapshot must not stop the plan or the node
+            self._last[plan.name] = self._clock()  # retried after an interval, not in a loop
+            log.error("plan %s: snapshot failed: %s", plan.name, exc)
+
+    # ---- the schedule ----------------------------------------------------------------------
+
+    def due(self) -> list[tuple[ExecutionPlan, Runtime]]:
+        now = self._clock()
+        return [
+            (plan, runtime)
+            for plan, runtime in self._deployed()
+            if persistent(plan)
+            and now - self._last.setdefault(plan.name, now) >= plan.snapshot_interval_minutes * 60
+        ]
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="snapshots", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(POLL_SECONDS):
+            for plan, runtime in self.due():
+                self._take_logged(plan, runtime)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(30)
+
+
+def describe(report: engine.RestoreReport) -> str:
+    parts = [f"{len(report.kept)} parts kept"]
+    if report.fresh:
+        parts.append("started empty: " + ", ".join(report.fresh))
+    if report.unfit:
+        parts.append("state dropped: " + "; ".join(f"{name} ({why})" for name, why in report.unfit))
+    return ", ".join(parts)
