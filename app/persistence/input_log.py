@@ -214,6 +214,9 @@ class InputLog:
     def read(self, plan: str, after: int = 0) -> Iterator[tuple[int, Record]]:
         """(position, record) of every record of `plan` after position `after`, oldest first,
         up to what was appended when `read` was called."""
+        if after < 0:
+            msg = f"input log of plan '{plan}': positions start at 1; read after {after} is meaningless"
+            raise InputLogError(msg)
         plan_log = self._plan(plan, create=False)
         if plan_log is None:
             return iter(())

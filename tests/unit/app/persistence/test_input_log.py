@@ -46,6 +46,8 @@ def test_appended_records_read_back_with_their_positions(tmp_path) -> None:
         assert list(log.read("p", after=3)) == []
         assert list(log.read("q")) == [(1, bundle(3))]
         assert list(log.read("never")) == []
+        with pytest.raises(InputLogError, match="positions start at 1"):
+            log.read("p", -1)
 
 
 def test_reopened_log_continues_positions(tmp_path) -> None:
