@@ -2,8 +2,8 @@
 
     python scripts/bench_input_log.py [--bundles N] [--always-bundles N] [--dir DIR]
 
-Appends bundles of 100 events of 4 columns (long, double, string, bool) from one thread into a
-fresh log per policy, closes it (the close's flush is timed too), then reads the "interval" log
+Appends bundles of 100 events of 4 columns (long, double, string, bool) from one thread (and,
+for "always", from 4 threads, whose waits share flushes) into a fresh log per policy, closes it (the close's flush is timed too), then reads the "interval" log
 back with decoding. "always" flushes the disk once per bundle, so it runs fewer bundles. The
 directory defaults to a temporary one under the data dir's file system, `var/`.
 """
@@ -14,6 +14,7 @@ import argparse
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -33,11 +34,17 @@ def bundles(n: int) -> list[Events]:
     return out
 
 
-def append_rate(root: Path, policy: str, data: list[Events]) -> tuple[float, int]:
+def append_rate(root: Path, policy: str, data: list[Events], threads: int = 1) -> tuple[float, int]:
     t0 = time.perf_counter()
     with InputLog(root, policy) as log:
-        for record in data:
-            log.append("bench", record)
+        workers = [
+            threading.Thread(target=lambda part=data[t::threads]: [log.append("bench", r) for r in part])
+            for t in range(threads)
+        ]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
         size = log.sizes()["bench"]
     return len(data) * EVENTS_PER_BUNDLE / (time.perf_counter() - t0), size
 
@@ -62,12 +69,13 @@ def main() -> None:
     base = Path(tempfile.mkdtemp(prefix="bench-input-log-", dir=args.dir))
     try:
         print(f"{'what':<18} {'events':>9} {'events/s':>12} {'MB':>8}")
-        for policy in ("off", "interval", "always"):
+        for policy, threads in (("off", 1), ("interval", 1), ("always", 1), ("always", 4)):
             run = data[: args.always_bundles] if policy == "always" else data
-            rate, size = append_rate(base / policy, policy, run)
+            rate, size = append_rate(base / f"{policy}{threads}", policy, run, threads)
             events = len(run) * EVENTS_PER_BUNDLE
-            print(f"{'append ' + policy:<18} {events:>9} {rate:>12,.0f} {size / 1e6:>8.1f}")
-        rate = read_rate(base / "interval")
+            what = f"append {policy}" + (f" x{threads}" if threads > 1 else "")
+            print(f"{what:<18} {events:>9} {rate:>12,.0f} {size / 1e6:>8.1f}")
+        rate = read_rate(base / "interval1")
         print(f"{'read (decoded)':<18} {len(data) * EVENTS_PER_BUNDLE:>9} {rate:>12,.0f}")
     finally:
         shutil.rmtree(base)

@@ -9,7 +9,8 @@ by 1 per record; they continue across reopen and `truncate` (the newest segment 
 What each `FsyncPolicy` loses. A process crash (kill -9, OOM) loses nothing under any policy:
 `append` has handed the record to the kernel before it returns. A machine crash (power,
 kernel panic) loses, of the records `append` returned:
-- "always": none; every `append` fdatasyncs before it returns (one disk flush per record).
+- "always": none; `append` returns once an fdatasync covers its record (appends from several
+  threads that wait at once share one flush).
 - "interval": those appended since the last background fdatasync, i.e. up to `interval_ms`
   plus the flush's own duration; a plan's log is flushed only when it was written.
 - "off": whatever the kernel had not written back yet (Linux: typically up to 30 s, no bound).
@@ -17,7 +18,9 @@ Every policy fsyncs a segment when it is full, before the next one is created, a
 directory after a segment or plan directory is created, so only the newest segment can be torn.
 On ext4 (data=ordered) and XFS a machine crash leaves that segment short or zero-filled at the
 end, which `open` cuts off; a file system that leaves garbage followed by good records makes
-the plan's log report corruption with the file and offset instead.
+the plan's log report corruption with the file and offset instead. A failed flush (a disk
+error) makes the plan's log refuse appends until it is reopened; under "always" the records
+whose appends raised are cut off first, so a replay never holds a bundle that was refused.
 
 Imports `engine.errors` (through `errors`) and `app.private_files` only; knows nothing of the node.
 """
@@ -33,6 +36,7 @@ from pathlib import Path
 
 from app.persistence import plan_dirs, segments
 from app.persistence.errors import InputLogCorrupt, InputLogError, InputLogFull
+from app.persistence.plan_log import PlanLog, fsync_dir
 from app.persistence.records import Events, Record, RecordError, Tick, decode, encode
 from app.private_files import PRIVATE_DIR, PRIVATE_FILE
 
@@ -50,110 +54,12 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 SEGMENT_BYTES = 64 << 20
-_OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
 
 
 class FsyncPolicy(enum.StrEnum):
     ALWAYS = "always"
     INTERVAL = "interval"
     OFF = "off"
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-class _PlanLog:
-    """One plan's segments and write position; every field is guarded by `lock`."""
-
-    def __init__(self, plan: str, directory: Path) -> None:
-        self.plan = plan
-        self.directory = directory
-        self.lock = threading.Lock()
-        self.segments: list[tuple[int, Path, int]] = []  # (first position, path, bytes)
-        self.fd = -1
-        self.next = 1
-        self.size = 0
-        self.dirty = False
-        self.broken: str | None = None
-
-    def open(self) -> None:
-        found = sorted(
-            (first, path)
-            for path in self.directory.iterdir()
-            if (first := segments.segment_first(path.name)) is not None
-        )
-        if not found:
-            self._create(1)
-            return
-        expected = found[0][0]
-        for i, (first, path) in enumerate(found):
-            if first != expected:
-                why = f"expected the segment of position {expected} before this one"
-                raise InputLogCorrupt(str(path), 0, why)
-            scan = segments.scan(path)
-            if scan.damage is not None:
-                if i < len(found) - 1 or not scan.damage.torn:
-                    raise InputLogCorrupt(str(path), scan.damage.offset, scan.damage.why)
-                self._cut(path, first + scan.count, scan.end, scan.damage.why)
-            self.segments.append((first, path, scan.end))
-            expected = first + scan.count
-        self.next = expected
-        self.size = sum(s[2] for s in self.segments)
-        self.fd = os.open(self.segments[-1][1], _OPEN_FLAGS)
-
-    def _cut(self, path: Path, position: int, end: int, why: str) -> None:
-        size = path.stat().st_size
-        log.warning(
-            "input log of plan '%s': cut a torn tail of %d bytes from position %d on (%s, offset %d: %s)",
-            self.plan, size - end, position, path, end, why,
-        )  # fmt: skip
-        with path.open("r+b") as f:
-            f.truncate(end)
-            os.fsync(f.fileno())
-
-    def _create(self, first: int) -> None:
-        path = self.directory / segments.segment_name(first)
-        self.fd = os.open(path, _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
-        _fsync_dir(self.directory)
-        self.segments.append((first, path, 0))
-
-    def roll(self) -> None:
-        """Seal the newest segment (flushed) and start one at the next position."""
-        os.fdatasync(self.fd)
-        os.close(self.fd)
-        self.fd = -1
-        self.dirty = False
-        self._create(self.next)
-
-    def write(self, data: bytes, durable: bool) -> int:
-        first, path, used = self.segments[-1]
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(self.fd, view) :]
-            if durable:
-                os.fdatasync(self.fd)
-        except OSError as exc:
-            self._undo(used, exc)
-            msg = f"input log of plan '{self.plan}': cannot append to {path}: {exc.strerror or exc}"
-            raise InputLogError(msg) from exc
-        self.segments[-1] = (first, path, used + len(data))
-        self.size += len(data)
-        self.dirty = not durable
-        position = self.next
-        self.next += 1
-        return position
-
-    def _undo(self, used: int, exc: OSError) -> None:
-        try:
-            os.ftruncate(self.fd, used)
-        except OSError:
-            self.broken = f"a failed append could not be undone ({exc.strerror or exc}); reopen the log"
 
 
 class InputLog:
@@ -180,7 +86,7 @@ class InputLog:
         self.directory.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
         self.segment_bytes = segment_bytes
         self.max_bytes = max_bytes
-        self._plans: dict[str, _PlanLog] = {}
+        self._plans: dict[str, PlanLog] = {}
         self._lock = threading.Lock()
         self._closed = False
         self._stop = threading.Event()
@@ -209,7 +115,10 @@ class InputLog:
             used = plan_log.segments[-1][2]
             if used and used + len(data) > self.segment_bytes:
                 plan_log.roll()
-            return plan_log.write(data, durable=self.policy is FsyncPolicy.ALWAYS)
+            position = plan_log.write(data)
+        if self.policy is FsyncPolicy.ALWAYS:
+            plan_log.sync(position, undo_on_failure=True)
+        return position
 
     def read(self, plan: str, after: int = 0) -> Iterator[tuple[int, Record]]:
         """(position, record) of every record of `plan` after position `after`, oldest first,
@@ -299,11 +208,7 @@ class InputLog:
         with self._lock:
             for plan_log in self._plans.values():
                 with plan_log.lock:
-                    if plan_log.fd >= 0:
-                        if plan_log.dirty and self.policy is not FsyncPolicy.OFF:
-                            os.fdatasync(plan_log.fd)
-                        os.close(plan_log.fd)
-                        plan_log.fd = -1
+                    plan_log.close(flush=self.policy is not FsyncPolicy.OFF)
 
     def __enter__(self) -> InputLog:
         return self
@@ -311,15 +216,13 @@ class InputLog:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def _check_open(self, plan_log: _PlanLog) -> None:
+    def _check_open(self, plan_log: PlanLog) -> None:
         if self._closed:
             msg = "the input log is closed"
             raise InputLogError(msg)
-        if plan_log.broken:
-            msg = f"input log of plan '{plan_log.plan}': {plan_log.broken}"
-            raise InputLogError(msg)
+        plan_log.check()
 
-    def _plan(self, plan: str, *, create: bool) -> _PlanLog | None:
+    def _plan(self, plan: str, *, create: bool) -> PlanLog | None:
         found = self._plans.get(plan)
         if found is not None:
             return found
@@ -345,8 +248,8 @@ class InputLog:
                     with os.fdopen(fd, "wb") as f:
                         f.write(plan.encode("utf-8", "surrogatepass"))
                         os.fsync(f.fileno())
-                _fsync_dir(self.directory)
-            found = _PlanLog(plan, directory)
+                fsync_dir(self.directory)
+            found = PlanLog(plan, directory)
             found.open()
             self._plans[plan] = found
             return found
@@ -354,15 +257,10 @@ class InputLog:
     def _flush_loop(self) -> None:
         while not self._stop.wait(self._interval):
             for plan_log in list(self._plans.values()):
-                with plan_log.lock:
-                    if not plan_log.dirty or plan_log.fd < 0:
-                        continue
-                    fd = os.dup(plan_log.fd)
-                    plan_log.dirty = False
+                written = plan_log.next - 1
+                if plan_log.synced >= written or plan_log.broken:
+                    continue
                 try:
-                    os.fdatasync(fd)
-                except OSError as exc:
-                    plan_log.dirty = True
-                    log.error("input log of plan '%s': background fsync failed: %s", plan_log.plan, exc)
-                finally:
-                    os.close(fd)
+                    plan_log.sync(written, undo_on_failure=False)
+                except InputLogError as exc:
+                    log.error("%s; appends to it are refused", exc)

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
 import stat
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -286,3 +288,78 @@ def test_policy_off_never_flushes_appends(tmp_path, monkeypatch) -> None:
         for i in range(50):
             log.append("p", Tick(i))
     assert calls == []
+
+
+def test_policy_always_shares_one_flush_among_appends_waiting_for_it(tmp_path, monkeypatch) -> None:
+    real = os.fdatasync
+    calls: list[int] = []
+    entered, release = threading.Event(), threading.Event()
+
+    def fdatasync(fd: int) -> None:
+        calls.append(fd)
+        if len(calls) == 1:
+            entered.set()
+            release.wait(30)
+        real(fd)
+
+    with InputLog(tmp_path, "always") as log:
+        log.append("p", Tick(0))
+        tick_bytes = log.sizes()["p"]
+        monkeypatch.setattr(os, "fdatasync", fdatasync)
+        positions: list[int] = []
+        first = threading.Thread(target=lambda: positions.append(log.append("p", Tick(1))))
+        first.start()
+        assert entered.wait(30)
+        others = [
+            threading.Thread(target=lambda: positions.append(log.append("p", Tick(2)))) for _ in range(5)
+        ]
+        for t in others:
+            t.start()
+        deadline = time.monotonic() + 30
+        while log.sizes()["p"] < 7 * tick_bytes and time.monotonic() < deadline:
+            time.sleep(0.001)
+        release.set()
+        for t in [first, *others]:
+            t.join()
+        assert sorted(positions) == [2, 3, 4, 5, 6, 7]
+        assert len(calls) == 2
+
+
+def test_failed_flush_under_always_refuses_the_append_and_leaves_no_trace(tmp_path, monkeypatch) -> None:
+    with InputLog(tmp_path, "always") as log:
+        log.append("p", Tick(1))
+        with monkeypatch.context() as m:
+            m.setattr(os, "fdatasync", _fail)
+            with pytest.raises(InputLogError, match="cannot flush .*: Input/output error"):
+                log.append("p", Tick(2))
+        with pytest.raises(InputLogError, match="a flush failed \\(Input/output error\\); reopen the log"):
+            log.append("p", Tick(3))
+    with InputLog(tmp_path, "off") as log:
+        assert list(log.read("p")) == [(1, Tick(1))]
+        assert log.append("p", Tick(4)) == 2
+
+
+def test_failed_background_flush_is_logged_and_refuses_appends(tmp_path, monkeypatch) -> None:
+    logged = threading.Event()
+
+    class Signal(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "a flush failed" in record.getMessage() or "cannot flush" in record.getMessage():
+                logged.set()
+
+    handler = Signal(logging.ERROR)
+    logging.getLogger("app.persistence.input_log").addHandler(handler)
+    try:
+        with InputLog(tmp_path, "interval", interval_ms=10) as log:
+            monkeypatch.setattr(os, "fdatasync", _fail)
+            log.append("p", Tick(1))
+            assert logged.wait(30)
+            with pytest.raises(InputLogError, match="a flush failed"):
+                log.append("p", Tick(2))
+            monkeypatch.undo()
+    finally:
+        logging.getLogger("app.persistence.input_log").removeHandler(handler)
+
+
+def _fail(fd: int) -> None:
+    raise OSError(errno.EIO, os.strerror(errno.EIO))
