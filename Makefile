@@ -17,10 +17,11 @@ run: venv
 replay: venv
 	$(BIN)/cepheus run samples/pizza/plan.siddhi --input samples/pizza/events.jsonl
 
-## make bench: engine and node benchmarks (tables for the README)
+## make bench: engine, node and input log benchmarks (tables for the README)
 bench: venv
 	$(BIN)/python scripts/bench_engine.py
 	$(BIN)/python scripts/bench_node.py
+	$(BIN)/python scripts/bench_input_log.py
 
 ## make test: set everything up and run the whole suite (lint, types, contracts, tests)
 test: venv check

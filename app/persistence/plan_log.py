@@ -1,0 +1,180 @@
+"""One plan's input log: its segments, its next position, recovery at open, writes and flushes.
+
+`InputLog` holds one `PlanLog` per plan and decides when to flush; this module does the file
+work. `lock` guards every field but `synced`; a flush (`sync`) runs outside `lock`, under
+`sync_lock`, so appends go on while the disk flushes and one flush serves every append that
+waits for it (group commit). Imports `engine.errors` (through `errors`) and
+`app.private_files` only.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+
+from app.persistence import segments
+from app.persistence.errors import InputLogCorrupt, InputLogError
+from app.private_files import PRIVATE_FILE
+
+log = logging.getLogger(__name__)
+
+_OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class PlanLog:
+    """The segments of one plan under `directory`; `open()` before use."""
+
+    def __init__(self, plan: str, directory: Path) -> None:
+        self.plan = plan
+        self.directory = directory
+        self.lock = threading.Lock()
+        self.sync_lock = threading.Lock()
+        self.segments: list[tuple[int, Path, int]] = []  # (first position, path, bytes)
+        self.fd = -1
+        self.next = 1
+        self.size = 0
+        self.synced = 0  # the highest position known to be on disk
+        self.synced_bytes = 0  # how much of the newest segment is known to be on disk
+        self.broken: str | None = None
+
+    def open(self) -> None:
+        """Check every segment, cut a torn tail off the newest; `InputLogCorrupt` for the rest."""
+        found = sorted(
+            (first, path)
+            for path in self.directory.iterdir()
+            if (first := segments.segment_first(path.name)) is not None
+        )
+        if not found:
+            self._create(1)
+            return
+        expected = found[0][0]
+        for i, (first, path) in enumerate(found):
+            if first != expected:
+                why = f"expected the segment of position {expected} before this one"
+                raise InputLogCorrupt(str(path), 0, why)
+            scan = segments.scan(path)
+            if scan.damage is not None:
+                if i < len(found) - 1 or not scan.damage.torn:
+                    raise InputLogCorrupt(str(path), scan.damage.offset, scan.damage.why)
+                self._cut(path, first + scan.count, scan.end, scan.damage.why)
+            self.segments.append((first, path, scan.end))
+            expected = first + scan.count
+        self.next = expected
+        self.synced = expected - 1
+        self.size = sum(s[2] for s in self.segments)
+        self.synced_bytes = self.segments[-1][2]
+        self.fd = os.open(self.segments[-1][1], _OPEN_FLAGS)
+
+    def _cut(self, path: Path, position: int, end: int, why: str) -> None:
+        size = path.stat().st_size
+        log.warning(
+            "input log of plan '%s': cut a torn tail of %d bytes from position %d on (%s, offset %d: %s)",
+            self.plan, size - end, position, path, end, why,
+        )  # fmt: skip
+        with path.open("r+b") as f:
+            f.truncate(end)
+            os.fsync(f.fileno())
+
+    def _create(self, first: int) -> None:
+        path = self.directory / segments.segment_name(first)
+        self.fd = os.open(path, _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
+        fsync_dir(self.directory)
+        self.segments.append((first, path, 0))
+        self.synced_bytes = 0
+
+    def check(self) -> None:
+        if self.broken:
+            msg = f"input log of plan '{self.plan}': {self.broken}"
+            raise InputLogError(msg)
+
+    def roll(self) -> None:
+        """Seal the newest segment (flushed) and start one at the next position. Under `lock`."""
+        try:
+            os.fdatasync(self.fd)
+            self.synced = self.next - 1
+            os.close(self.fd)
+            self.fd = -1
+            self._create(self.next)
+        except OSError as exc:
+            self.broken = f"cannot start a new segment ({exc.strerror or exc}); reopen the log"
+            self.check()
+
+    def write(self, data: bytes) -> int:
+        """Append one framed record; its position. Under `lock`."""
+        first, path, used = self.segments[-1]
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.fd, view) :]
+        except OSError as exc:
+            try:
+                os.ftruncate(self.fd, used)
+            except OSError:
+                self.broken = f"a failed append could not be undone ({exc.strerror or exc}); reopen the log"
+            msg = f"input log of plan '{self.plan}': cannot append to {path}: {exc.strerror or exc}"
+            raise InputLogError(msg) from exc
+        self.segments[-1] = (first, path, used + len(data))
+        self.size += len(data)
+        position = self.next
+        self.next += 1
+        return position
+
+    def sync(self, position: int, *, undo_on_failure: bool) -> None:
+        """Return once every record up to `position` is on disk. If the flush fails, with
+        `undo_on_failure` the newest segment is cut back to what is known to be on disk (those
+        appends all fail), and the log refuses appends until it is reopened."""
+        with self.sync_lock:
+            if self.synced >= position:
+                return
+            with self.lock:
+                self.check()
+                if self.fd < 0:
+                    msg = "the input log is closed"
+                    raise InputLogError(msg)
+                target, segment, end = self.next - 1, self.segments[-1][1], self.segments[-1][2]
+                fd = os.dup(self.fd)
+            try:
+                os.fdatasync(fd)
+            except OSError as exc:
+                with self.lock:
+                    self._failed_flush(exc, segment, undo_on_failure)
+                msg = f"input log of plan '{self.plan}': cannot flush {segment}: {exc.strerror or exc}"
+                raise InputLogError(msg) from exc
+            finally:
+                os.close(fd)
+            with self.lock:
+                self.synced = max(self.synced, target)
+                if self.segments[-1][1] == segment:
+                    self.synced_bytes = max(self.synced_bytes, end)
+
+    def _failed_flush(self, exc: OSError, segment: Path, undo: bool) -> None:
+        self.broken = f"a flush failed ({exc.strerror or exc}); reopen the log"
+        first, path, used = self.segments[-1]
+        if not undo or path != segment or used == self.synced_bytes:
+            return
+        try:
+            os.ftruncate(self.fd, self.synced_bytes)
+        except OSError:
+            return
+        self.size -= used - self.synced_bytes
+        self.segments[-1] = (first, path, self.synced_bytes)
+        self.next = self.synced + 1
+
+    def close(self, *, flush: bool) -> None:
+        """Flush (if asked) and close the newest segment. Under `lock`."""
+        if self.fd < 0:
+            return
+        if flush and self.synced < self.next - 1:
+            os.fdatasync(self.fd)
+        os.close(self.fd)
+        self.fd = -1

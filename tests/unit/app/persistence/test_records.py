@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from app.persistence.records import Events, RecordError, Tick, decode, encode
+
+values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.text(),
+)
+rows = st.lists(st.lists(values, max_size=6).map(tuple), max_size=20)
+
+
+@given(st.text(min_size=1), rows, st.data())
+def test_events_come_back_equal_with_types_kept(stream, rows, data) -> None:
+    stamps = data.draw(st.lists(st.integers(-(2**63), 2**63 - 1), min_size=len(rows), max_size=len(rows)))
+    record = Events(stream, stamps, rows)
+    back = decode(encode(record))
+    assert back == record
+    assert [[type(v) for v in row] for row in back.rows] == [[type(v) for v in row] for row in rows]
+
+
+def test_nan_and_lone_surrogates_survive() -> None:
+    back = decode(encode(Events("S", [1], [(float("nan"), "\ud800", "\udc00x")])))
+    assert isinstance(back, Events)
+    value, *rest = back.rows[0]
+    assert value != value
+    assert rest == ["\ud800", "\udc00x"]
+
+
+@given(st.integers(-(2**63), 2**63 - 1))
+def test_tick_comes_back_equal(time_ms) -> None:
+    assert decode(encode(Tick(time_ms))) == Tick(time_ms)
+
+
+def test_a_value_of_another_type_is_refused_with_its_type_and_stream() -> None:
+    with pytest.raises(ValueError, match="stream S: cannot log a value of type bytes"):
+        encode(Events("S", [1], [(b"x",)]))
+
+
+def test_rows_and_timestamps_must_pair_up() -> None:
+    with pytest.raises(ValueError, match="stream S: 2 rows but 1 timestamps"):
+        encode(Events("S", [1], [(1,), (2,)]))
+
+
+@pytest.mark.parametrize("payload", [b"", b"\x09", b"\x02\x00", encode(Events("S", [1], [(1, "ab")]))[:-1]])
+def test_a_payload_that_is_no_record_is_a_record_error(payload) -> None:
+    with pytest.raises(RecordError):
+        decode(payload)
