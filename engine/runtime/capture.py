@@ -70,21 +70,24 @@ class Capture:
         return state_codec.encode(tree, self.plan)
 
 
+_ENTRY = ("label", "text", "inputs", "output", "shape", "state", "timers")
+
+
 def read(blob: bytes, plan: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """The clock and the parts of a blob; StateError if it is not a whole snapshot."""
+    """The clock (with the timers no part owns) and the parts of a blob; StateError if it
+    is not a whole snapshot."""
     tree = state_codec.decode(blob, plan)
-    try:
-        clock = {k: tree[k] for k in ("now", "started", "start")}
-        parts = tree["parts"]
-        for entry in parts.values():
-            for k in ("label", "text", "inputs", "output", "shape", "state", "timers"):
-                entry[k]  # noqa: B018 - checks that the entry is whole
-        unowned = tree["timers"]
-    except (KeyError, TypeError, AttributeError) as exc:
+    whole = (
+        isinstance(tree, dict)
+        and all(k in tree for k in ("now", "started", "start", "parts", "timers"))
+        and isinstance(tree["parts"], dict)
+        and all(isinstance(e, dict) and all(k in e for k in _ENTRY) for e in tree["parts"].values())
+    )
+    if not whole:
         msg = "snapshot does not hold a plan's state (a part or the clock is missing)"
-        raise StateError(msg) from exc
-    clock["timers"] = unowned
-    return clock, parts
+        raise StateError(msg)
+    clock = {k: tree[k] for k in ("now", "started", "start", "timers")}
+    return clock, tree["parts"]
 
 
 def unfit_reason(part: Part, saved: dict[str, Any]) -> str | None:

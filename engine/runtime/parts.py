@@ -46,15 +46,20 @@ class Owners:
     exact: bool = False  # the owner id is `prefix` itself (or `prefix#n`)
 
     def relative(self, owner: str) -> list[Any]:
-        """The owner id without what an edit elsewhere may change (the queries' names)."""
+        """The owner id without what an edit elsewhere may change (the queries' names).
+        An id of an unexpected form stays whole: it then restores only where the names
+        did not change."""
         rest = owner[len(self.prefix) :]
         if self.exact or "/" not in rest:
             return [rest]
         head, _, tail = rest.rpartition("/")
         if not self.prefix:
-            return [self.names.index(head), tail]
-        best = max((n for n in self.names if head.endswith("/" + n)), key=len)
-        return [head[: -len(best) - 1], self.names.index(best), tail]
+            return [self.names.index(head), tail] if head in self.names else [rest]
+        inner = [n for n in self.names if head.endswith("/" + n)]
+        if not inner:
+            return [rest]
+        name = max(inner, key=len)
+        return [head[: -len(name) - 1], self.names.index(name), tail]
 
     def absolute(self, rel: list[Any]) -> str:
         if len(rel) == 1:

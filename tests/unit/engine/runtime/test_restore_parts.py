@@ -179,3 +179,44 @@ def test_corrupt_truncated_and_foreign_snapshots_are_refused_clearly() -> None:
         engine.StateError, match=f"format version 1 is not supported .*reads {engine.STATE_FORMAT}"
     ):
         rt.restore(old)
+
+
+def test_a_well_formed_blob_without_a_plans_state_is_refused() -> None:
+    from engine.runtime import state
+
+    rt = engine.compile(PLAN, start_time=1000)
+    with pytest.raises(engine.StateError, match="does not hold a plan's state"):
+        rt.restore(state.encode({"now": 1}, "Shop"))
+
+
+def test_identical_unnamed_queries_each_keep_their_own_state() -> None:
+    plan = (
+        "define stream S (v int);\n"
+        "from S#window.length(2) select sum(v) as t insert into A;\n"
+        "from S#window.length(2) select sum(v) as t insert into A;\n"
+    )
+    rt = engine.compile(plan, start_time=1000)
+    rt.send("S", [(1,), (2,)], timestamps=1000)
+    blob = rt.snapshot()
+    again = engine.compile("-- two of a kind\n" + plan, start_time=1000)
+    assert len(again.restore(blob).kept) == 2
+    got = outputs(again)
+    again.send("S", [(10,)], timestamps=1001)
+    assert got["A"] == [(12,), (12,)]
+
+
+def test_a_wall_clock_runtime_keeps_a_new_parts_timers_through_a_partial_restore() -> None:
+    now = [10_000]
+    old = engine.compile(PLAN, clock="wall", wall_time=lambda: now[0])
+    old.send("S", [("a", 1.0)])
+    blob = old.snapshot()
+    with_trigger = (
+        PLAN + "define trigger Tick at every 1 sec;\nfrom Tick select triggered_time as t insert into Ticks;"
+    )
+    rt = engine.compile(with_trigger, clock="wall", wall_time=lambda: now[0])
+    report = rt.restore(blob, partial=True)
+    assert report.fresh == ["trigger 'Tick'"] and len(report.kept) == 4
+    got = outputs(rt)
+    now[0] = 12_500
+    rt.tick()
+    assert got["Ticks"] == [(11_000,), (12_000,)]
