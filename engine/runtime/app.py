@@ -226,8 +226,10 @@ class Runtime:
         trigger) is found by its key: a query's `@info(name)`, else its own text.
         Without `partial`, every part must fit (same text and schemas, comments and
         whitespace aside), else StateError names the first that does not. With
-        `partial=True` the parts that fit are restored, the others start empty (`fresh`),
-        and parts of the snapshot that no longer fit are reported (`unfit`)."""
+        `partial=True` the parts that fit are restored with their timers, the others keep
+        what they have (nothing, in a just-compiled runtime) and start with the restored
+        clock (`fresh`), and parts of the snapshot that no longer fit are reported
+        (`unfit`). Returns what went where."""
         clock, saved = captures.read(blob, self.name)
         chosen, report = captures.match(self._parts, saved, partial)
         restored = {id(part) for part, _ in chosen}
@@ -255,9 +257,8 @@ class Runtime:
                 timers += [(due, rank, owner) for due, rank, owner in clock["timers"]]
             self._scheduler.restore([[due, owner] for due, _, owner in sorted(timers)])
             if self._started and not was_started:
-                kept = {id(part) for part, _ in chosen}
                 for part in self._parts:
-                    if id(part) not in kept:
+                    if id(part) not in restored:
                         for start in part.starters:
                             start()
         return report

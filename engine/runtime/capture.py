@@ -3,6 +3,7 @@ of a decoded snapshot's parts against a plan's parts on restore (`RestoreReport`
 
 The blob (engine/runtime/state.py codec) holds the plan's clock and one entry per part:
 its spec's fingerprints, its state and its timers, owner ids relative to the part.
+Imports nothing of the planner: parts come built from engine/plan/planner.py.
 """
 
 from __future__ import annotations

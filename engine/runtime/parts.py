@@ -10,7 +10,7 @@ elsewhere renumbered the plan's unnamed queries or partitions.
 
 Owner ids (engine/runtime/clock.py) look like `q/window` (a query `q`),
 `partition/partition1/'key'/q/window` and `partition/partition1/purge`, `window/W`,
-`trigger/T`; a second registration of an id gets `#2`.
+`trigger/T`; a second registration of an id gets `#2`. Imports nothing of the planner.
 """
 
 from __future__ import annotations
