@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 import engine
+from engine.events import Chunk
 
 PLAN = """
 @app:name('Shop')
@@ -28,10 +29,12 @@ from S select k insert into Seen;
 
 def outputs(rt: engine.Runtime) -> dict[str, list[tuple[Any, ...]]]:
     got: dict[str, list[tuple[Any, ...]]] = {}
+
+    def collect(stream: str, chunk: Chunk) -> None:
+        got.setdefault(stream, []).extend(tuple(row) for row in chunk.rows)
+
     for stream in rt.output_streams:
-        rt.subscribe(
-            stream, lambda events, s=stream: got.setdefault(s, []).extend(tuple(e.data) for e in events)
-        )
+        rt.subscribe_chunks(stream, collect)
     return got
 
 
