@@ -6,7 +6,9 @@ rt = engine.compile(plan_text)              # -> engine.Runtime; raises engine.Q
 rt.subscribe("AlertStream", fn)             # fn(events: list[engine.Event])
 rt.send("TempStream", rows, timestamps=ts)  # rows: list of tuples; ts: list of ms, or one int
 rt.advance_to(60_000)                       # playback clock: fire every timer due
-blob = rt.snapshot(); rt2 = engine.compile(plan_text); rt2.restore(blob)
+cap = rt.capture(); blob = cap.encode()      # copy under the lock; encode outside it
+rt2 = engine.compile(edited_text); report = rt2.restore(blob, partial=True)
+report.kept, report.fresh, report.unfit      # parts by label: "query 'q2'", "table 'T'"
 rt.shutdown()
 ```
 
@@ -35,13 +37,17 @@ from engine.plan.planner import build_runtime
 from engine.plan.planner import validate as _validate
 from engine.query.queries import App
 from engine.runtime.app import Runtime
+from engine.runtime.capture import Capture, RestoreReport
 from engine.runtime.clock import PlaybackClock, WallClock
+from engine.runtime.state import STATE_FORMAT
 from engine.types import AttrType
 
 __all__ = [
     "App",
+    "STATE_FORMAT",
     "AttrType",
     "CEPError",
+    "Capture",
     "Chunk",
     "Diagnostic",
     "Event",
@@ -49,6 +55,7 @@ __all__ = [
     "QueryError",
     "QuerySyntaxError",
     "QueryValidationError",
+    "RestoreReport",
     "Runtime",
     "StateError",
     "compile",

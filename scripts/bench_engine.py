@@ -355,7 +355,8 @@ def memory_probe(purge: bool, events: int, keys: int) -> None:
             rt.send("S", batch, timestamps=t)
             batch = []
     rt.advance_to(t + 5000)
-    live = len(state.decode(rt.snapshot())["states"]["partition/partition1"])
+    parts = state.decode(rt.snapshot())["parts"]
+    live = len(next(p["state"] for key, p in parts.items() if key.startswith("partition:")))
     print(f"{peak_rss_mb(resource):.0f} {live}")
 
 

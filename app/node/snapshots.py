@@ -87,7 +87,9 @@ class SnapshotKeeper:
             except (HAError, CEPError) as exc:
                 log.warning("plan %s: snapshot %d skipped: %s", plan.name, meta.id, exc)
                 continue
-            edited = "" if meta.text_sha256 == text_sha256(plan.text) else " (taken before the plan was edited)"
+            edited = (
+                "" if meta.text_sha256 == text_sha256(plan.text) else " (taken before the plan was edited)"
+            )
             log.info(
                 "plan %s restored from snapshot %d of %s by %s%s: %s",
                 plan.name,
@@ -99,7 +101,9 @@ class SnapshotKeeper:
             )
             return meta
         if candidates:
-            log.warning("plan %s starts with empty state: none of its %d snapshots loads", plan.name, len(candidates))
+            log.warning(
+                "plan %s starts with empty state: none of its %d snapshots loads", plan.name, len(candidates)
+            )
         return None
 
     # ---- take ------------------------------------------------------------------------------

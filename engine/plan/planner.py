@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -12,6 +13,7 @@ from engine.errors import QueryValidationError
 from engine.plan.anonymous import plan_anonymous_query
 from engine.plan.context import Env, PlanContext, StreamInfo
 from engine.plan.expressions import PlanError
+from engine.plan.fingerprints import Fingerprints
 from engine.plan.joins import plan_join_query
 from engine.plan.named_windows import plan_named_window
 from engine.plan.partitions import PartitionPlan, plan_partition
@@ -41,7 +43,7 @@ from engine.query.queries import (
 from engine.runtime.app import Runtime
 from engine.runtime.clock import PlaybackClock, Scheduler, WallClock
 from engine.runtime.junction import Junction
-from engine.runtime.state import StateRegistry
+from engine.runtime.parts import Owners, Part, PartSpec
 from engine.runtime.trigger import Trigger, parse_cron
 from engine.types import AttrType
 
@@ -60,6 +62,9 @@ class Planner:
         self.named_window_plans: list[Any] = []
         self.anonymous_count = 0
         self.table_plans: list[Any] = []
+        self.query_names: list[str] = []  # every query planned, inner and anonymous ones too
+        self.query_sources: list[tuple[Query, list[str]]] = []  # per template: its query, names
+        self.partition_sources: list[tuple[Partition, list[str]]] = []
 
     # ---- definitions ---------------------------------------------------------------------
 
@@ -131,12 +136,14 @@ class Planner:
 
     def plan_elements(self) -> None:
         for element in self.app.elements:
+            first = len(self.query_names)
             if isinstance(element, Partition):
                 name = f"partition{len(self.partitions) + 1}"
                 try:
                     self.partitions.append(
                         plan_partition(self.ctx, element, name, self.plan_query, self.fuse_partitions)
                     )
+                    self.partition_sources.append((element, self.query_names[first:]))
                 except PlanError:
                     pass
                 continue
@@ -152,9 +159,11 @@ class Planner:
             except PlanError:
                 continue
             self.templates.append(template)
+            self.query_sources.append((element, self.query_names[first:]))
 
     def plan_query(self, query: Query, inner: dict[str, StreamInfo] | None) -> QueryTemplate:
         name = query_name(self.ctx, query)
+        self.query_names.append(name)
         source = query.input
         if isinstance(source, SingleInput):
             template = plan_single_query(self.ctx, query, name, inner)
@@ -198,18 +207,25 @@ class Planner:
             junctions[name] = Junction(name, info.names, info.types)
         junctions["__return__"] = Junction("__return__", [], [])
         env = Env(junctions, scheduler, clk.now, start_time_fn)
-        states = StateRegistry()
+        fp = Fingerprints(self.source, self.ctx)
+        definitions = {d.name: d for d in self.app.definitions}
+        parts: list[Part] = []
         for tname, table in self.ctx.tables.items():
-            states.register(f"table/{tname}", table.snapshot, table.restore)
+            spec = _definition_spec(fp, "table", tname, definitions[tname].span)
+            parts.append(Part(spec, table.snapshot, table.restore))
         for wname, window in self.ctx.windows.items():
             window.bind(env)
-            states.register(f"window/{wname}", window.snapshot, window.restore)
+            spec = _definition_spec(fp, "window", wname, definitions[wname].span)
+            owners = Owners(f"window/{wname}", exact=True)
+            parts.append(Part(spec, window.snapshot, window.restore, owners, [window.start]))
             starters.append(window.start)
         for trigger in self.triggers:
             trig = Trigger(trigger, junctions[trigger.name], scheduler, clk.now, start_time_fn)
-            states.register(f"trigger/{trigger.name}", trig.snapshot, trig.restore)
+            spec = _definition_spec(fp, "trigger", trigger.name, trigger.span)
+            owners = Owners(f"trigger/{trigger.name}", exact=True)
+            parts.append(Part(spec, trig.snapshot, trig.restore, owners, [trig.start]))
             starters.append(trig.start)
-        for template in self.templates:
+        for template, (query, names) in zip(self.templates, self.query_sources, strict=True):
             built = template.build(env)
             for inp in built.inputs:
                 _attach(junctions, self.ctx, inp)
@@ -224,15 +240,20 @@ class Planner:
                         if k in state:
                             v.restore(state[k])
 
-                states.register(f"query/{template.name}", snap, restore)
+                spec = _query_spec(fp, query, [template])
+                owners = Owners("", tuple(names))
+                parts.append(Part(spec, snap, restore, owners, list(built.start)))
             starters.extend(built.start)
         consumed = {s for t in self.templates for s, _ in t.input_streams}
         for partition in self.partitions:
             consumed |= {s for t in partition.templates for s, inner in t.input_streams if not inner}
-        for partition in self.partitions:
+        for partition, (element, names) in zip(self.partitions, self.partition_sources, strict=True):
             part_rt = partition.build(env, junctions, consumed)
-            states.register(partition.state_key, part_rt.snapshot, part_rt.restore)
+            spec = _partition_spec(fp, element, partition)
+            owners = Owners(f"partition/{partition.name}/", tuple(names))
+            parts.append(Part(spec, part_rt.snapshot, part_rt.restore, owners, list(part_rt.starters)))
             starters.extend(part_rt.starters)
+        _unique_keys(parts)
         name = self.app.name or "plan"
         plan_id = hashlib.sha256(self.source.encode()).hexdigest()[:16]
         inputs = [n for n, i in self.ctx.streams.items() if not i.implicit and i.kind == "stream"]
@@ -252,11 +273,65 @@ class Planner:
             scheduler=scheduler,
             clock=clk,
             start_time=start_time,
-            states=states,
+            parts=parts,
             starters=starters,
         )
         runtime_holder.append(rt)
         return rt
+
+
+def _definition_spec(fp: Fingerprints, kind: str, name: str, span: Span) -> PartSpec:
+    return PartSpec(f"{kind}:{name}", f"{kind} '{name}'", fp.text(span), "", fp.schemas([name]))
+
+
+def _outer_streams(templates: list[QueryTemplate]) -> tuple[list[str], list[str]]:
+    """The streams these queries read and write outside a partition, in order."""
+    inputs: list[str] = []
+    outputs: list[str] = []
+    for t in templates:
+        inputs += [s for s, inner in t.input_streams if not inner and s not in inputs]
+        out = t.output_stream
+        if out is not None and not t.output_inner and not out.startswith("#") and out not in outputs:
+            outputs.append(out)
+    return inputs, outputs
+
+
+def _query_spec(fp: Fingerprints, query: Query, templates: list[QueryTemplate]) -> PartSpec:
+    """A query is found by its `@info(name)`, else by its text."""
+    text = fp.text(query.span)
+    inputs, outputs = _outer_streams(templates)
+    name = query.name
+    key = f"query:{name}" if name else f"query:#{text}"
+    label = f"query '{name}'" if name else f"unnamed query '{fp.excerpt(query.span)}'"
+    return PartSpec(key, label, text, fp.schemas(inputs), fp.schemas(outputs))
+
+
+def _partition_spec(fp: Fingerprints, element: Partition, plan: PartitionPlan) -> PartSpec:
+    """A partition is found by its `@info(name)`, else by its text (its queries included)."""
+    text = fp.text(element.span)
+    inputs, outputs = _outer_streams(plan.templates)
+    info = find_annotation(element.annotations, "info")
+    name = info.get("name") if info else None
+    key = f"partition:{name}" if name else f"partition:#{text}"
+    label = f"partition '{name}'" if name else f"unnamed partition '{fp.excerpt(element.span)}'"
+    shape = "" if plan.fusion is None else "as one keyed operator"
+    return PartSpec(key, label, text, fp.schemas(inputs), fp.schemas(outputs), shape)
+
+
+def _unique_keys(parts: list[Part]) -> None:
+    """Identical unnamed queries share a key: the second is `...#2`, in plan order."""
+    seen: set[str] = set()
+    for i, part in enumerate(parts):
+        key = part.spec.key
+        n = 2
+        while key in seen:
+            key = f"{part.spec.key}#{n}"
+            n += 1
+        seen.add(key)
+        if key != part.spec.key:
+            parts[i] = Part(
+                replace(part.spec, key=key), part.snapshot, part.restore, part.owners, part.starters
+            )
 
 
 def _attach(junctions: dict[str, Junction], ctx: PlanContext, inp: Any) -> None:

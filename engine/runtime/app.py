@@ -8,11 +8,12 @@ from typing import Any
 
 from engine.errors import CEPError, StateError
 from engine.events import Chunk, Event
-from engine.runtime import state as state_codec
+from engine.runtime import capture as captures
+from engine.runtime.capture import Capture, RestoreReport
 from engine.runtime.clock import PlaybackClock, Scheduler, WallClock
 from engine.runtime.gc_pause import GcPause
 from engine.runtime.junction import Junction
-from engine.runtime.state import StateRegistry
+from engine.runtime.parts import OwnerIndex, Part
 from engine.types import AttrType, coerce, f32
 
 
@@ -30,7 +31,7 @@ class Runtime:
         scheduler: Scheduler,
         clock: PlaybackClock | WallClock,
         start_time: int | None,
-        states: StateRegistry,
+        parts: list[Part],
         starters: list[Callable[[], None]],
         annotations: dict[str, Any] | None = None,
     ) -> None:
@@ -43,7 +44,8 @@ class Runtime:
         self._clock = clock
         self._playback = isinstance(clock, PlaybackClock)
         self._start_time = start_time
-        self._states = states
+        self._parts = parts
+        self._owners = OwnerIndex(parts)
         self._starters = starters
         self._started = False
         self._lock = threading.RLock()
@@ -203,33 +205,63 @@ class Runtime:
 
     # ---- state ---------------------------------------------------------------------------
 
-    def snapshot(self) -> bytes:
-        """Every operator's state, versioned and checksummed."""
-        with self._lock:
-            tree = {
+    def capture(self) -> Capture:
+        """A consistent copy of every part's state and timers, taken under the lock; it
+        shares only immutable rows with the runtime. Encode it outside: `capture().encode()`."""
+        with self._lock, GcPause():
+            clock = {
                 "now": self._clock.now() if self._playback else None,
                 "started": self._started,
                 "start": self._start_time,
-                "states": self._states.snapshot(),
-                "timers": self._scheduler.snapshot(),
             }
-            return state_codec.encode(tree, self.plan_id)
+            states = [(part, part.snapshot()) for part in self._parts]
+            return Capture(self.name, clock, states, self._scheduler.pending(), self._owners)
 
-    def restore(self, blob: bytes) -> None:
-        """Load a snapshot taken from a runtime of the same plan."""
-        tree = state_codec.decode(blob, self.plan_id)
-        if not isinstance(tree, dict) or "states" not in tree:
-            msg = "snapshot has no operator states"
-            raise StateError(msg)
+    def snapshot(self) -> bytes:
+        """Every part's state, versioned and checksummed: `capture().encode()`."""
+        return self.capture().encode()
+
+    def restore(self, blob: bytes, *, partial: bool = False) -> RestoreReport:
+        """Load a snapshot of this plan. Each part (query, partition, table, named window,
+        trigger) is found by its key: a query's `@info(name)`, else its own text.
+        Without `partial`, every part must fit (same text and schemas, comments and
+        whitespace aside), else StateError names the first that does not. With
+        `partial=True` the parts that fit are restored with their timers, the others keep
+        what they have (nothing, in a just-compiled runtime) and start with the restored
+        clock (`fresh`), and parts of the snapshot that no longer fit are reported
+        (`unfit`). Returns what went where."""
+        clock, saved = captures.read(blob, self.name)
+        chosen, report = captures.match(self._parts, saved, partial)
+        restored = {id(part) for part, _ in chosen}
         with self._lock:
-            self._scheduler.clear()
-            if self._playback and tree["now"] is not None:
+            if partial:
+                self._scheduler.discard(lambda owner: id(self._owners.part_of(owner)) in restored)
+            else:
+                self._scheduler.clear()
+            if self._playback and clock["now"] is not None:
                 assert isinstance(self._clock, PlaybackClock)
-                self._clock.current = tree["now"]
-            self._start_time = tree["start"]
-            self._started = tree["started"]
-            self._states.restore(tree["states"])
-            self._scheduler.restore(tree["timers"])
+                self._clock.current = clock["now"]
+            was_started = self._started
+            self._start_time = clock["start"]
+            self._started = clock["started"]
+            timers: list[tuple[int, int, str]] = []
+            try:
+                for part, entry in chosen:
+                    part.restore(entry["state"])
+                    owners = part.owners
+                    timers += [(due, rank, owners.absolute(rel)) for due, rank, rel in entry["timers"]]
+            except (KeyError, TypeError, ValueError, IndexError) as exc:
+                msg = f"snapshot part {part.spec.label} cannot be read: {type(exc).__name__}: {exc}"
+                raise StateError(msg) from exc
+            if not partial:
+                timers += [(due, rank, owner) for due, rank, owner in clock["timers"]]
+            self._scheduler.restore([[due, owner] for due, _, owner in sorted(timers)])
+            if self._started and not was_started:
+                for part in self._parts:
+                    if id(part) not in restored:
+                        for start in part.starters:
+                            start()
+        return report
 
     def shutdown(self) -> None:
         with self._lock:

@@ -106,12 +106,18 @@ class Scheduler:
             if callback is not None:
                 callback(due, now)
 
-    def snapshot(self) -> Any:
-        return [[due, owner] for due, _, owner in sorted(self._heap)]
+    def pending(self) -> list[tuple[int, int, str]]:
+        """A copy of the pending timers (due, order, owner), in no particular order."""
+        return list(self._heap)
 
-    def restore(self, state: Any) -> None:
-        self._heap = []
-        for due, owner in state:
+    def discard(self, owned: Callable[[str], bool]) -> None:
+        """Drop the pending timers whose owner id `owned` accepts."""
+        self._heap = [e for e in self._heap if not owned(e[2])]
+        heapq.heapify(self._heap)
+
+    def restore(self, timers: Any) -> None:
+        """Add timers `[[due, owner], ...]`; those due together fire in the given order."""
+        for due, owner in timers:
             heapq.heappush(self._heap, (due, next(self._seq), owner))
 
     def clear(self) -> None:

@@ -106,11 +106,13 @@ class PartitionRuntime:
     # ---- state ----------------------------------------------------------------------
 
     def snapshot(self) -> Any:
+        """Per key: the key, when it was last used, and its queries' states in the order
+        of the partition's queries (their names may change with edits elsewhere)."""
         return [
             [
                 key,
                 inst.last_used,
-                {q: {k: v.snapshot() for k, v in parts.items()} for q, parts in inst.states.items()},
+                [{k: v.snapshot() for k, v in parts.items()} for parts in inst.states.values()],
             ]
             for key, inst in self.instances.items()
         ]
@@ -124,8 +126,7 @@ class PartitionRuntime:
             self.build_instance(key, inst)
             self.instances[key] = inst
             inst.last_used = last_used
-            for qname, parts in inst.states.items():
-                saved = queries.get(qname, {})
+            for parts, saved in zip(inst.states.values(), queries, strict=True):
                 for k, obj in parts.items():
                     if k in saved:
                         obj.restore(saved[k])

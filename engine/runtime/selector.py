@@ -101,7 +101,7 @@ class SelectorCode:
             _reduce=functools.reduce,
             _add=add,
         )
-        ns["_has_objects"] = any(code.startswith("_agg_") for code in init)
+        ns["_has_objects"] = self.has_objects = any(code.startswith("_agg_") for code in init)
         self.new_state = eval("lambda: [" + ", ".join(init) + "]", ns)  # noqa: S307 - generated
         exec(compile(source, f"<selector {query}>", "exec"), ns)  # noqa: S102 - generated
         self.function = ns["process"]
@@ -150,6 +150,8 @@ class SelectorRuntime:
         return Chunk(res[0], res[1], res[2], res[3] if len(res) > 3 else None)
 
     def snapshot(self) -> Any:
+        if not self.code.has_objects:  # slots of plain values: a copy of each list will do
+            return {"st": self.st[:], "groups": [[k, st[:]] for k, st in self.groups.items()]}
         return {
             "st": [snapshot_slot(v) for v in self.st],
             "groups": [[k, [snapshot_slot(v) for v in st]] for k, st in self.groups.items()],

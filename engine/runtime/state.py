@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Callable
 from typing import Any
 
 from engine.errors import StateError
 
 MAGIC = b"CEPS"
-VERSION = 1
+# The blob format: 2 keys every part of the state by query or definition (engine/runtime/parts.py).
+STATE_FORMAT = 2
 
 _NONE, _TRUE, _FALSE, _INT, _FLOAT, _STR, _BYTES, _LIST, _TUPLE, _DICT, _BIGINT, _SET = range(12)
 _Q = struct.Struct("<q")
@@ -126,41 +126,53 @@ def _decode(buf: memoryview, pos: int) -> tuple[Any, int]:
     raise StateError(msg)
 
 
-def encode(tree: Any, plan_id: str) -> bytes:
+def encode(tree: Any, plan_name: str) -> bytes:
+    """`CEPS`, the format version, the plan's name, the tree, then the SHA-256 of all before."""
     body = bytearray()
     _encode(tree, body)
-    header = MAGIC + struct.pack("<H", VERSION)
-    pid = plan_id.encode()
-    meta = _I.pack(len(pid)) + pid
+    header = MAGIC + struct.pack("<H", STATE_FORMAT)
+    name = plan_name.encode()
+    meta = _I.pack(len(name)) + name
     digest = hashlib.sha256(header + meta + body).digest()
     return header + meta + bytes(body) + digest
 
 
-def decode(blob: bytes, plan_id: str | None = None) -> Any:
-    if len(blob) < 6 + 4 + 32 or blob[:4] != MAGIC:
-        msg = "not a Cepheus snapshot"
+def decode(blob: bytes, plan_name: str | None = None) -> Any:
+    """The tree of a blob `encode` made; StateError if it is foreign, of another format
+    version, corrupt, truncated, or (given `plan_name`) of another plan."""
+    if blob[:4] != MAGIC[: len(blob)] or not blob:
+        msg = "not a Cepheus snapshot (it does not start with the snapshot header)"
+        raise StateError(msg)
+    if len(blob) < 6:
+        msg = "snapshot is truncated"
         raise StateError(msg)
     (version,) = struct.unpack_from("<H", blob, 4)
-    if version != VERSION:
-        msg = f"snapshot format version {version} is not supported (this engine reads {VERSION})"
+    if version != STATE_FORMAT:
+        msg = f"snapshot format version {version} is not supported (this engine reads {STATE_FORMAT})"
+        raise StateError(msg)
+    if len(blob) < 6 + 4 + 32:
+        msg = "snapshot is truncated"
         raise StateError(msg)
     payload, digest = blob[:-32], blob[-32:]
     if hashlib.sha256(payload).digest() != digest:
-        msg_0 = "snapshot checksum does not match: the snapshot is corrupt"
-        raise StateError(msg_0)
+        msg = "snapshot checksum does not match: the snapshot is corrupt or truncated"
+        raise StateError(msg)
     (n,) = _I.unpack_from(blob, 6)
-    pid = blob[10 : 10 + n].decode()
-    if plan_id is not None and pid != plan_id:
-        msg = f"snapshot was taken from plan '{pid}', not '{plan_id}'"
+    if 10 + n > len(payload):
+        msg = "snapshot is truncated or corrupt"
+        raise StateError(msg)
+    taken_from = blob[10 : 10 + n].decode(errors="replace")
+    if plan_name is not None and taken_from != plan_name:
+        msg = f"snapshot was taken from plan '{taken_from}', not '{plan_name}'"
         raise StateError(msg)
     try:
         tree, pos = _decode(memoryview(payload), 10 + n)
     except (struct.error, IndexError, UnicodeDecodeError) as exc:
-        msg_0 = "snapshot is truncated or corrupt"
-        raise StateError(msg_0) from exc
+        msg = "snapshot is truncated or corrupt"
+        raise StateError(msg) from exc
     if pos != len(payload):
-        msg_0 = "snapshot has trailing bytes"
-        raise StateError(msg_0)
+        msg = "snapshot has trailing bytes"
+        raise StateError(msg)
     return tree
 
 
@@ -172,33 +184,3 @@ class Stateful:
 
     def restore(self, state: Any) -> None:  # pragma: no cover - interface
         raise NotImplementedError
-
-
-class StateRegistry:
-    """Stateful parts of one runtime, under stable keys (`query1/window`, ...)."""
-
-    def __init__(self) -> None:
-        self._items: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {}
-
-    def register(self, key: str, snapshot: Callable[[], Any], restore: Callable[[Any], None]) -> None:
-        if key in self._items:
-            n = 2
-            while f"{key}#{n}" in self._items:
-                n += 1
-            key = f"{key}#{n}"
-        self._items[key] = (snapshot, restore)
-
-    def snapshot(self) -> dict[str, Any]:
-        return {k: snap() for k, (snap, _) in self._items.items()}
-
-    def restore(self, states: dict[str, Any]) -> None:
-        missing = set(self._items) - set(states)
-        extra = set(states) - set(self._items)
-        if missing or extra:
-            msg = (
-                "snapshot does not match this plan's operators "
-                f"(missing: {sorted(missing)[:5]}, unexpected: {sorted(extra)[:5]})"
-            )
-            raise StateError(msg)
-        for key, (_, restore) in self._items.items():
-            restore(states[key])

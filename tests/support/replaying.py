@@ -52,11 +52,17 @@ def run(
 
 
 def run_with_restore(plan: str, items: Sequence[Item], cut: int, start_time: int | None = 1000) -> Collector:
-    """Feed items[:cut], snapshot, restore into a fresh runtime, feed the rest there."""
+    """Feed items[:cut], capture, feed the rest to the first runtime still, encode the
+    capture only then (so it must not share what the runtime changes), restore it into a
+    fresh runtime and feed the rest there."""
     first = engine.compile(plan, start_time=start_time)
     c = attach(first)
     feed(first, items[:cut])
-    blob = first.snapshot()
+    captured = first.capture()
+    first_records = len(c.records)
+    feed(first, items[cut:])
+    del c.records[first_records:]
+    blob = captured.encode()
     first.shutdown()
     second = engine.compile(plan, start_time=start_time)
     second.restore(blob)

@@ -53,7 +53,8 @@ def fast_paths(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
 
 
 def open_matches(rt: engine.Runtime) -> int:
-    state = engine.runtime.state.decode(rt.snapshot())["states"]["query/query1"]["pattern"]
+    parts = engine.runtime.state.decode(rt.snapshot())["parts"]
+    state = next(p["state"]["pattern"] for key, p in parts.items() if key.startswith("query:"))
     if "open" in state:
         return len(state["open"])
     return sum(1 for p in state["partials"] if p[0] is not None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -174,6 +175,23 @@ def test_a_changed_plan_is_redeployed_with_fresh_state(m: Manager) -> None:
     assert sums == [[(2,)]]
     with pytest.raises(CEPError, match="has been shut down"):
         old.send("In", [(1,)])
+
+
+def test_a_redeployed_plan_keeps_the_state_of_its_unchanged_queries(
+    m: Manager, caplog: pytest.LogCaptureFixture
+) -> None:
+    m.apply(ExecutionPlan("sums", SUMS))
+    m.ingress.publish_rows("s2:1.0.0", [(1,)])
+    edited = SUMS + "-- doubled too\nfrom In select v * 2 as total insert into Sums;\n"
+    with caplog.at_level(logging.INFO, logger="app.node.plans"):
+        assert m.apply(ExecutionPlan("sums", edited)) == running("sums")
+    sums = m.watch("sums", "Sums")
+    m.ingress.publish_rows("s2:1.0.0", [(2,)])
+    assert sorted(row for chunk in sums for row in chunk) == [
+        (3,),
+        (4,),
+    ]  # the window kept 1 (1 + 2); the new query doubled 2
+    assert any("carried its state over" in r.getMessage() for r in caplog.records)
 
 
 def test_a_changed_stream_definition_redeploys_the_plans_bound_to_it(m: Manager) -> None:

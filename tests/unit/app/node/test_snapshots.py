@@ -14,8 +14,7 @@ import sqlalchemy as sa
 
 import engine
 from app.node.snapshots import SnapshotKeeper
-from app.registry import ExecutionPlan, Registry
-from app.registry import schema
+from app.registry import ExecutionPlan, Registry, schema
 from app.registry.snapshots import RegistrySnapshots
 from engine import Runtime
 
@@ -53,7 +52,9 @@ def runtime(text: str = SUMS) -> tuple[Runtime, list[Any]]:
     return rt, out
 
 
-def keeper(store: RegistrySnapshots, deployed: list[tuple[ExecutionPlan, Runtime]], clock: Clock) -> SnapshotKeeper:
+def keeper(
+    store: RegistrySnapshots, deployed: list[tuple[ExecutionPlan, Runtime]], clock: Clock
+) -> SnapshotKeeper:
     return SnapshotKeeper(store, "node-a", keep=2, deployed=lambda: deployed, clock=clock)
 
 
@@ -64,7 +65,8 @@ def test_a_restored_plan_carries_on_where_the_snapshot_left_it(store: RegistrySn
     second, out = runtime()
     meta = keeper(store, [], Clock()).restore(plan(), second)
     assert meta is not None and meta.node == "node-a"
-    second.send("In", [(3,), (4,)], timestamps=2000)
+    second.send("In", [(3,)], timestamps=2000)
+    second.send("In", [(4,)], timestamps=2001)
     assert out == [6, 9]  # 1+2+3, then 2+3+4: the window came back
 
 
@@ -77,7 +79,9 @@ def test_a_corrupt_newest_snapshot_is_skipped_for_the_one_before(
     rt.send("In", [(5,)], timestamps=1001)
     newer = keeper(store, [], Clock()).take(plan(), rt)
     with store.registry.engine.begin() as conn:
-        conn.execute(sa.update(schema.snapshots).where(schema.snapshots.c.id == newer.id).values(data=b"garbage"))
+        conn.execute(
+            sa.update(schema.snapshots).where(schema.snapshots.c.id == newer.id).values(data=b"garbage")
+        )
     fresh, out = runtime()
     with caplog.at_level(logging.WARNING):
         used = keeper(store, [], Clock()).restore(plan(), fresh)
