@@ -53,13 +53,18 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
 
 
 @pytest.fixture(scope="module")
-def report() -> Iterator[list[tuple[str, str, str]]]:
+def report(request: pytest.FixtureRequest) -> Iterator[list[tuple[str, str, str]]]:
+    """Rows of what was tried and seen, written to the terminal (also in CI, past output capture)."""
     rows: list[tuple[str, str, str]] = []
     yield rows
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
     width = max(len(r[0]) for r in rows) if rows else 10
-    print("\n\nhostile clients against a real node (loopback):")  # noqa: T201
+    lines = ["", "hostile clients against a real node (loopback):"]
     for attack, tried, seen in rows:
-        print(f"  {attack:<{width}}  tried: {tried}\n  {'':<{width}}  seen:  {seen}")  # noqa: T201
+        lines += [f"  {attack:<{width}}  tried: {tried}", f"  {'':<{width}}  seen:  {seen}"]
+    assert capture is not None
+    with capture.global_and_fixture_disabled():
+        print("\n".join(lines))  # noqa: T201
 
 
 def publisher(node: NodeProcess, password: str = ADMIN_PASSWORD) -> DataBridgeClient:
