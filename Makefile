@@ -21,6 +21,7 @@ replay: venv
 bench: venv
 	$(BIN)/python scripts/bench_engine.py
 	$(BIN)/python scripts/bench_node.py
+	$(BIN)/python scripts/bench_snapshot.py
 	$(BIN)/python scripts/bench_input_log.py
 
 ## make test: set everything up and run the whole suite (lint, types, contracts, tests)
