@@ -68,7 +68,8 @@ def feed(
         n += 1
     stop.set()
     thread.join()
-    during, rest = [], []
+    during: list[float] = []
+    rest: list[float] = []
     for t0, t1 in sends:
         overlapped = any(t0 < end and t1 > begin for begin, end in spans)
         (during if overlapped else rest).append((t1 - t0) * 1000)
