@@ -61,7 +61,7 @@ def test_restore_prints_what_went_where(served: Served) -> None:
     served.node.send(10)
     result = served.run("restore", "sums", str(meta.id))
     assert result.exit_code == 0, result.output
-    assert result.stdout == f"plan sums restored from snapshot {meta.id}: 1 parts kept\n"
+    assert result.stdout == f"plan sums restored from snapshot {meta.id}: 2 parts kept\n"
 
 
 def test_a_refusal_is_the_nodes_message_and_exit_1(served: Served) -> None:

@@ -19,12 +19,15 @@ from app.node.snapshots import SnapshotKeeper
 from app.node.web import create_web_app
 from app.registry import ExecutionPlan, schema
 from app.registry.snapshots import RegistrySnapshots
+from engine.runtime import state as state_codec
 from tests.unit.app.node.test_plans import Manager
 
 SUMS = """
 @Import('s2:1.0.0') define stream In (v long);
 define stream Sums (total long);
+define stream Counts (n long);
 @info(name='sums') from In#window.length(3) select sum(v) as total insert into Sums;
+@info(name='count') from In#window.length(3) select count() as n insert into Counts;
 """
 
 
@@ -93,7 +96,7 @@ def test_restore_brings_the_window_back_to_the_snapshot(node: Node) -> None:
     assert reply.json == {
         "plan": "sums",
         "snapshot": taken["id"],
-        "kept": ["query 'sums'"],
+        "kept": ["query 'sums'", "query 'count'"],
         "fresh": [],
         "unfit": [],
     }
@@ -134,6 +137,29 @@ def test_a_snapshot_the_plan_cannot_load_leaves_the_running_state_untouched(node
     assert reply.json["error"].startswith(f"snapshot {taken['id']} does not load into plan 'sums'")
     node.send(4)
     assert node.sums()[-1] == 7
+
+
+def test_a_snapshot_failing_halfway_through_its_parts_changes_no_part(node: Node) -> None:
+    node.send(1)
+    taken = node.take()
+    tree = state_codec.decode(node.store.load(taken["id"]))
+    tree["parts"][next(k for k in tree["parts"] if "count" in k)]["state"] = 7  # 'sums' loads first
+    running = node.manager.plans.runtime("sums")
+    assert running is not None
+    blob = state_codec.encode(tree, running.name)
+    with node.store.registry.engine.begin() as conn:
+        conn.execute(
+            sa.update(schema.snapshots)
+            .where(schema.snapshots.c.id == taken["id"])
+            .values(data=blob, size=len(blob), checksum=hashlib.sha256(blob).hexdigest())
+        )
+    counts = node.manager.watch("sums", "Counts")
+    node.send(2)
+    reply = node.restore(taken["id"])
+    assert reply.status_code == 422
+    assert "snapshot part query 'count' cannot be read" in reply.json["error"]
+    node.send(4)
+    assert (node.sums()[-1], counts[-1]) == (7, [(3,)])  # both went on with their own windows: 1, 2, 4
 
 
 def test_restore_of_a_snapshot_of_another_plan_is_a_404(node: Node) -> None:
