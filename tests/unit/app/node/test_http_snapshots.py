@@ -181,6 +181,7 @@ def test_unknown_snapshot_and_unknown_plan_are_404s(node: Node) -> None:
         node.restore(1, plan="nope"),
     ):
         assert reply.status_code == 404
+        assert reply.json is not None
         assert reply.json["error"].startswith("plan 'nope' is not deployed on this node")
 
 
@@ -190,5 +191,5 @@ def test_both_endpoints_need_a_login(node: Node, headers: dict[str, str]) -> Non
     for path in ("/api/v1/plans/sums/snapshots", f"/api/v1/plans/sums/snapshots/{taken['id']}/restore"):
         reply = node.client.post(path, headers=headers)
         assert reply.status_code == 401
-        assert "error" in reply.json
+        assert reply.json is not None and "error" in reply.json
     assert len(node.store.list("sums")) == 1
