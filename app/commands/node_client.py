@@ -36,7 +36,7 @@ def post_json(base_url: str, path: str, user: str, password: str) -> Any:
     except urllib.error.HTTPError as exc:
         raise NodeRefused(_refusal(exc)) from None
     except urllib.error.URLError as exc:
-        reason = exc.reason.strerror if isinstance(exc.reason, OSError) else exc.reason
+        reason = (exc.reason.strerror if isinstance(exc.reason, OSError) else None) or exc.reason
         msg = f"cannot reach the node at {base_url} ({reason}); is `cepheus server` running there? (--url)"
         raise NodeRefused(msg) from None
     except (OSError, ValueError) as exc:

@@ -3,7 +3,9 @@ printed, and `error: ...` with exit 1 for every refusal."""
 
 from __future__ import annotations
 
+import socket
 import threading
+import urllib.error
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -89,3 +91,30 @@ def test_without_a_password_it_says_how_to_give_one(served: Served) -> None:
     )
     assert result.exit_code == 2
     assert "--password or CEPHEUS_PASSWORD" in result.stderr
+
+
+def test_a_node_that_does_not_reply_in_time_says_so(served: Served, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("app.commands.node_client.TIMEOUT_SECONDS", 0.2)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        result = served.run("take", "sums", url=url)
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: ") and "timed out" in result.stderr
+    assert "None" not in result.stderr
+
+
+def test_a_connect_timeout_names_the_url_and_the_reason(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unreachable(*_args: object, **_kwargs: object) -> None:
+        raise urllib.error.URLError(TimeoutError("timed out"))
+
+    monkeypatch.setattr("urllib.request.urlopen", unreachable)
+    result = served.run("take", "sums", url="http://10.255.255.1:9763")
+    assert (result.exit_code, result.stderr.splitlines()[0]) == (
+        1,
+        "error: cannot reach the node at http://10.255.255.1:9763 (timed out); "
+        "is `cepheus server` running there? (--url)",
+    )
