@@ -44,7 +44,7 @@ def config_option(fn: F) -> F:
     )(fn)
 
 
-def _load_config(config_path: str | None) -> app_config.Config:
+def load_config(config_path: str | None) -> app_config.Config:
     if config_path is None and DEFAULT_CONFIG.is_file():
         config_path = str(DEFAULT_CONFIG)
     return app_config.load(config_path)
@@ -55,7 +55,7 @@ def registry_from_config(config_path: str | None, *, check: bool = True) -> Iter
     """The configured registry; configuration, schema and connection problems exit 1 with a message."""
     registry = None
     try:
-        registry = Registry(_load_config(config_path).registry.url)
+        registry = Registry(load_config(config_path).registry.url)
         if check:
             registry.check_schema()
         yield registry
@@ -86,7 +86,7 @@ def upgrade(config_path: str | None, sql: bool) -> None:
     """Migrate the registry schema to the newest version (safe while other nodes start)."""
     if sql:
         try:
-            registry_migrate.upgrade_sql(_load_config(config_path).registry.url)
+            registry_migrate.upgrade_sql(load_config(config_path).registry.url)
         except ConfigError as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(1)

@@ -30,11 +30,17 @@ def setup_logging(level: str) -> None:
 @click.option(
     "--port-offset", type=int, default=None, help="add N to every port (WSO2 style); overrides the config"
 )
-def server(config_path: str | None, port_offset: int | None) -> None:
+@click.option(
+    "--discard-state",
+    is_flag=True,
+    help="persistence-mode plans start empty and their snapshots are deleted (a clean start)",
+)
+def server(config_path: str | None, port_offset: int | None, discard_state: bool) -> None:
     """Run a Cepheus node: receivers, execution plans and output adapters from the registry.
 
     The first start creates user `admin` with the password in CEPHEUS_ADMIN_PASSWORD, or a
-    random one printed once in the log. SIGTERM stops it gracefully.
+    random one printed once in the log. SIGTERM stops it gracefully (after a final snapshot
+    of every persistence-mode plan).
     """
     from app.node import Node
 
@@ -49,7 +55,9 @@ def server(config_path: str | None, port_offset: int | None) -> None:
     setup_logging(cfg.node.log_level)
     os.umask(PRIVATE_UMASK)  # whatever the node creates (data dir, databases, TLS files) is private
     raise_open_files_limit(cfg)
-    node = Node(cfg, admin_password=os.environ.get("CEPHEUS_ADMIN_PASSWORD") or None)
+    node = Node(
+        cfg, admin_password=os.environ.get("CEPHEUS_ADMIN_PASSWORD") or None, discard_state=discard_state
+    )
     try:
         node.run_until_signalled()
     except CEPError as exc:

@@ -1,8 +1,9 @@
-"""`cepheus snapshot list [PLAN]` and `cepheus snapshot discard PLAN (--id N | --all)`.
+"""`cepheus snapshot list|discard|take|restore`: snapshots of plans' state.
 
-Both read the registry of the node configuration (`--config`, as the registry commands) and
-need no running node. `take` and `restore` act on a running node's plans and are not here.
-Register `snapshot` on the main group.
+`list [PLAN]` and `discard PLAN (--id N | --all)` read the registry of the node
+configuration (`--config`, as the registry commands) and need no running node. `take PLAN`
+and `restore PLAN ID` ask a running node (`--url`, default its HTTP port on 127.0.0.1 from
+the configuration) through `app.node.http_snapshots`. Register `snapshot` on the main group.
 """
 
 from __future__ import annotations
@@ -10,12 +11,17 @@ from __future__ import annotations
 import json
 import sys
 from typing import Any
+from urllib.parse import quote
 
 import click
 
 from adapters.wording import counted
-from app.commands.registry import config_option, registry_from_config
+from app.commands.node_client import NodeRefused, post_json
+from app.commands.registry import config_option, load_config, registry_from_config
+from app.node.snapshots import describe
 from app.registry.snapshots import RegistrySnapshots
+from engine import RestoreReport
+from engine.errors import CEPError
 from ha.ports import SnapshotMeta
 
 HEADERS = ("ID", "PLAN", "CREATED (UTC)", "NODE", "SIZE", "INPUT POSITION", "STATE FORMAT")
@@ -116,3 +122,63 @@ def discard(plan: str, snapshot_id: int | None, all_: bool, config_path: str | N
         )
     if snapshot_id is None:
         click.echo(f"plan {plan!r}: {counted(len(discarded), 'snapshot')} discarded")
+
+
+def node_options(fn: Any) -> Any:
+    """`--url`, `--user`, `--password` and `--config` of the commands that ask a running node."""
+    for option in reversed(
+        (
+            click.option(
+                "--url",
+                default=None,
+                help="the node's HTTP port (default: http://127.0.0.1:<console port + offset of --config>)",
+            ),
+            click.option("--user", "--username", "user", default="admin", show_default=True),
+            click.option(
+                "--password", envvar="CEPHEUS_PASSWORD", default=None, help="default: $CEPHEUS_PASSWORD"
+            ),
+            config_option,
+        )
+    ):
+        fn = option(fn)
+    return fn
+
+
+def _ask_node(url: str | None, config_path: str | None, path: str, user: str, password: str | None) -> Any:
+    if password is None:
+        msg = "give the password with --password or CEPHEUS_PASSWORD"
+        raise click.UsageError(msg)
+    try:
+        if url is None:
+            url = f"http://127.0.0.1:{load_config(config_path).console_port}"
+        return post_json(url, path, user, password)
+    except (NodeRefused, CEPError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+
+
+@snapshot.command("take")
+@click.argument("plan")
+@node_options
+def take(plan: str, url: str | None, user: str, password: str | None, config_path: str | None) -> None:
+    """Snapshot PLAN on a running node now and store it in the registry."""
+    meta = _ask_node(url, config_path, f"/api/v1/plans/{quote(plan, safe='')}/snapshots", user, password)
+    click.echo(f"snapshot {meta['id']} of plan {plan} taken: {meta['size']:,} bytes")
+
+
+@snapshot.command("restore")
+@click.argument("plan")
+@click.argument("snapshot_id", metavar="ID", type=int)
+@node_options
+def restore(
+    plan: str, snapshot_id: int, url: str | None, user: str, password: str | None, config_path: str | None
+) -> None:
+    """Load snapshot ID into PLAN running on a node; a snapshot that does not load changes nothing."""
+    path = f"/api/v1/plans/{quote(plan, safe='')}/snapshots/{snapshot_id}/restore"
+    reply = _ask_node(url, config_path, path, user, password)
+    report = RestoreReport(
+        kept=list(reply["kept"]),
+        fresh=list(reply["fresh"]),
+        unfit=[(u["part"], u["reason"]) for u in reply["unfit"]],
+    )
+    click.echo(f"plan {plan} restored from snapshot {snapshot_id}: {describe(report)}")

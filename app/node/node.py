@@ -28,6 +28,7 @@ from app.node.http_events import events_blueprint
 from app.node.http_limits import Limits
 from app.node.http_screen import address_lockout
 from app.node.http_server import WebServer
+from app.node.http_snapshots import snapshots_blueprint
 from app.node.ingress import Ingress
 from app.node.outputs import OutputHub
 from app.node.plans import PlanManager
@@ -79,7 +80,9 @@ def http_limits(cfg: Config) -> Limits:
 
 
 class Node:
-    def __init__(self, config: Config, admin_password: str | None = None) -> None:
+    def __init__(
+        self, config: Config, admin_password: str | None = None, discard_state: bool = False
+    ) -> None:
         self.config = config
         self._admin_password = admin_password
         self.registry = Registry(config.registry.url)
@@ -91,6 +94,7 @@ class Node:
             config.node_id,
             config.persistence.keep_snapshots,
             deployed=lambda: self.plans.deployments(),
+            discard_state=discard_state,
         )
         self.plans = PlanManager(self.catalog, self.ingress, self.outputs, restore=self.snapshots.restore)
         self.credentials = Credentials(self.registry.verify_user, throttle=login_throttle(config.login))
@@ -148,7 +152,8 @@ class Node:
             enabled=lambda: self._http_open,
             max_json_depth=cfg.http.max_json_depth,
         )
-        app = create_web_app([bp], self.health, self.credentials)
+        snapshots = snapshots_blueprint(self.plans, self.snapshots, self.credentials)
+        app = create_web_app([bp, snapshots], self.health, self.credentials)
         try:
             self.web = WebServer(
                 app,
@@ -165,7 +170,8 @@ class Node:
             raise NodeError(msg) from None
         self.web.start()
         log.info(
-            "http listening on %s:%d (/health, /health/details, POST /events/<stream>:<version>)",
+            "http listening on %s:%d (/health, /health/details, POST /events/<stream>:<version>, "
+            "POST /api/v1/plans/<plan>/snapshots[/<id>/restore])",
             cfg.console.host,
             self.web.port,
         )

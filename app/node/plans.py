@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import engine
 from app.node.catalog import StreamCatalog
+from app.node.errors import UnknownPlan
 from app.node.ingress import Binding, Ingress, Row, wall_ms
 from app.node.outputs import OutputHub
 from app.node.snapshots import describe
@@ -201,6 +202,30 @@ class PlanManager:
                 routes.setdefault(b.stream_id, []).append(Binding(b.stream_id, name, d.runtime, b.stream))
         return {sid: tuple(bs) for sid, bs in routes.items()}
 
+    def replace_state(self, name: str, blob: bytes) -> engine.RestoreReport:
+        """Put the state in `blob` into running plan `name`, all at once or not at all.
+
+        A fresh runtime of the plan is compiled and `blob` restored into it (partially: parts
+        that no longer fit start empty); only then does it replace the running one, which is
+        shut down. When the blob does not load (`StateError`) the running plan is untouched.
+        `UnknownPlan` when `name` is not deployed here.
+        """
+        with self._lock:
+            current = self._deployed.get(name)
+            if current is None:
+                raise UnknownPlan(name)
+            fresh = self._deploy(current.plan, current.bindings, current.fingerprint)
+            try:
+                report = fresh.runtime.restore(blob, partial=True)
+            except BaseException:
+                fresh.runtime.shutdown()
+                raise
+            self._deployed = {**self._deployed, name: fresh}
+            self._ingress.set_routes(self._routes(self._deployed))
+        current.runtime.shutdown()
+        self._wake.set()
+        return report
+
     # ---- introspection ----------------------------------------------------------------------
 
     def status(self) -> dict[str, PlanStatus]:
@@ -212,6 +237,10 @@ class PlanManager:
 
     def deployed(self) -> list[str]:
         return sorted(self._deployed)
+
+    def deployment(self, name: str) -> tuple[ExecutionPlan, Runtime] | None:
+        d = self._deployed.get(name)
+        return None if d is None else (d.plan, d.runtime)
 
     def deployments(self) -> list[tuple[ExecutionPlan, Runtime]]:
         return [(d.plan, d.runtime) for d in self._deployed.values()]

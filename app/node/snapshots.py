@@ -8,6 +8,9 @@ plan the keeper
   it is tried; none at all is a fresh start, never a crash loop;
 - takes a snapshot every interval, and a final one when the node stops gracefully (after the
   receivers have drained, before the plans stop), keeping the newest `keep` per plan.
+With `discard_state` (`cepheus server --discard-state`) the first deploy of each such plan
+discards its snapshots instead (one log line with how many) and the plan starts empty.
+`load` gives one chosen snapshot of a plan, for a restore on request (`app.node.http_snapshots`).
 Restores are partial (`Runtime.restore(partial=True)`): after an edit of the plan, queries
 whose text and schemas are unchanged keep their state, and the others start empty and are
 named in the log. The state is captured under the runtime's lock and encoded outside it.
@@ -27,7 +30,7 @@ import engine
 from app.registry import ExecutionPlan
 from engine import Runtime
 from engine.errors import CEPError
-from ha.errors import HAError
+from ha.errors import HAError, SnapshotMissing
 from ha.ports import SnapshotMeta, SnapshotStore
 
 log = logging.getLogger(__name__)
@@ -51,12 +54,15 @@ class SnapshotKeeper:
         keep: int,
         deployed: Callable[[], list[tuple[ExecutionPlan, Runtime]]],
         clock: Callable[[], float] = time.monotonic,
+        discard_state: bool = False,
     ) -> None:
         self._store = store
         self._node = node
         self._keep = keep
         self._deployed = deployed
         self._clock = clock
+        self._discard_state = discard_state
+        self._discarded: set[str] = set()  # plans whose snapshots --discard-state removed already
         self._last: dict[str, float] = {}  # plan -> when its state was last taken or restored
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -66,6 +72,10 @@ class SnapshotKeeper:
     def restore(self, plan: ExecutionPlan, runtime: Runtime) -> SnapshotMeta | None:
         """Load the newest usable snapshot of `plan` into `runtime`; the one used, or None."""
         self._last[plan.name] = self._clock()
+        if self._discard_state and plan.name not in self._discarded:
+            self._discarded.add(plan.name)
+            self._discard(plan.name)
+            return None
         try:
             candidates = self._store.list(plan.name)
         except Exception as exc:  # the registry is down: start empty rather than not at all
@@ -105,6 +115,23 @@ class SnapshotKeeper:
                 "plan %s starts with empty state: none of its %d snapshots loads", plan.name, len(candidates)
             )
         return None
+
+    def _discard(self, plan: str) -> None:
+        try:
+            removed = self._store.discard(plan)
+        except Exception as exc:  # the registry is down: the plan still starts empty, as asked
+            log.error("plan %s starts with empty state; its snapshots cannot be discarded (%s)", plan, exc)
+            return
+        log.info("plan %s starts with empty state (--discard-state): %d snapshot(s) discarded", plan, removed)
+
+    def load(self, plan: str, snapshot_id: int) -> tuple[SnapshotMeta, bytes]:
+        """Snapshot `snapshot_id` of `plan` and its blob: `SnapshotMissing` when `plan` has no
+        such snapshot, `SnapshotCorrupt` when its bytes fail their checks."""
+        meta = next((m for m in self._store.list(plan) if m.id == snapshot_id), None)
+        if meta is None:
+            msg = f"plan {plan!r} has no snapshot {snapshot_id} (`cepheus snapshot list {plan}` shows those it has)"
+            raise SnapshotMissing(msg)
+        return meta, self._store.load(snapshot_id)
 
     # ---- take ------------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -171,12 +171,15 @@ class NodeProcess:
             raise AssertionError(msg)
         return result
 
-    def start(self, timeout: float = 30.0, env: Mapping[str, str] | None = None) -> None:
-        """Start the server; `env` adds variables to its environment (`${VAR}` in the registry)."""
+    def start(
+        self, timeout: float = 30.0, env: Mapping[str, str] | None = None, args: Sequence[str] = ()
+    ) -> None:
+        """Start the server; `env` adds variables to its environment (`${VAR}` in the registry),
+        `args` options to `cepheus server`."""
         env = {**os.environ, "CEPHEUS_ADMIN_PASSWORD": ADMIN_PASSWORD, **(env or {})}
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "app.cli", "server", "--config", str(self.config_path)],
+                [sys.executable, "-m", "app.cli", "server", "--config", str(self.config_path), *args],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=env,

@@ -1,11 +1,13 @@
 """Persistence mode on real `cepheus server` processes with a MariaDB registry: a plan with a
 snapshot interval keeps its window across a graceful restart, on the same node or on another
-one sharing the registry, and an edit of one query keeps the state of the others."""
+one sharing the registry, and an edit of one query keeps the state of the others; `cepheus
+snapshot take|restore` on the running node, and `cepheus server --discard-state`."""
 
 from __future__ import annotations
 
 import base64
 import json
+import re
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -141,3 +143,44 @@ def test_another_node_on_the_registry_carries_on_and_an_edit_keeps_the_untouched
     assert totals(out)[0] == 3  # 1 and 2 came in one request: one sum
     assert sorted(totals(out)[1:]) == [1, 6]  # 'sums' kept its window (1+2+3); 'count' started at 0
     assert "started empty: query 'count'" in second.log()
+
+
+def test_a_snapshot_taken_on_request_restores_the_window_of_that_moment(
+    tmp_path: Path, registry: str
+) -> None:
+    out = tmp_path / "out.db"
+    (tmp_path / "a").mkdir()
+    node = NodeProcess(tmp_path / "a", registry)
+    provision(node, tmp_path, out)
+    node.start()
+    password = {"CEPHEUS_PASSWORD": ADMIN_PASSWORD}
+    send(node, 1)
+    send(node, 2)
+    taken = node.cli("snapshot", "take", "summing", env=password).stdout
+    found = re.fullmatch(r"snapshot (\d+) of plan summing taken: [\d,]+ bytes\n", taken)
+    assert found is not None, taken
+    send(node, 10)
+    send(node, 20)
+    restored = node.cli("snapshot", "restore", "summing", found[1], env=password).stdout
+    assert restored == f"plan summing restored from snapshot {found[1]}: 1 parts kept\n"
+    send(node, 3)
+    wait_for(lambda: len(totals(out)) == 5, 10, f"five sums; so far {totals(out)}")
+    assert node.stop() == 0
+    assert totals(out) == [1, 3, 13, 32, 6]  # 1+2+3: the window as it was when the snapshot was taken
+
+
+def test_discard_state_starts_empty_and_removes_the_snapshots(tmp_path: Path, registry: str) -> None:
+    out = tmp_path / "out.db"
+    (tmp_path / "a").mkdir()
+    node = NodeProcess(tmp_path / "a", registry)
+    provision(node, tmp_path, out)
+    node.start()
+    send(node, 1, 2)
+    assert node.stop() == 0  # its final snapshot holds 1 and 2
+    node.start(args=["--discard-state"])
+    assert node.cli("snapshot", "list", "summing").stdout == "plan 'summing' has no snapshots\n"
+    send(node, 3)
+    wait_for(lambda: len(totals(out)) == 2, 10, f"two sums; so far {totals(out)}")
+    node.stop()
+    assert totals(out) == [3, 3]  # the second started from an empty window
+    assert "plan summing starts with empty state (--discard-state): 1 snapshot(s) discarded" in node.log()

@@ -130,3 +130,23 @@ def test_after_an_edit_unchanged_queries_keep_their_state(store: RegistrySnapsho
     keeper(store, [], Clock()).restore(plan(edited), fresh)
     fresh.send("In", [(3,)], timestamps=2000)
     assert sorted(out) == [6, 6]  # the window query kept 1, 2; the new query doubled 3
+
+
+def test_discard_state_starts_the_plan_empty_and_removes_its_snapshots_once(
+    store: RegistrySnapshots, caplog: pytest.LogCaptureFixture
+) -> None:
+    rt, _ = runtime()
+    rt.send("In", [(1,), (2,)], timestamps=1000)
+    keeper(store, [], Clock()).take(plan(), rt)
+    keeper(store, [], Clock()).take(plan(), rt)
+    clean = SnapshotKeeper(store, "node-a", keep=2, deployed=list, clock=Clock(), discard_state=True)
+    fresh, out = runtime()
+    with caplog.at_level(logging.INFO):
+        assert clean.restore(plan(), fresh) is None
+    assert store.list("sums") == []
+    assert "plan sums starts with empty state (--discard-state): 2 snapshot(s) discarded" in caplog.messages
+    fresh.send("In", [(3,)], timestamps=2000)
+    assert out == [3]
+    clean.take(plan(), fresh)  # taken while this node runs: a later redeploy restores it
+    again, _ = runtime()
+    assert clean.restore(plan(), again) is not None
