@@ -107,6 +107,7 @@ class Node:
         self._watcher: threading.Thread | None = None
         self._watch_errors = Throttle(30.0)
         self._started = False
+        self._serving = False  # started completely: only then is a final snapshot worth taking
 
     # ---- start -------------------------------------------------------------------------------
 
@@ -140,6 +141,7 @@ class Node:
         self._watcher = threading.Thread(target=self._watch, name="registry-watcher", daemon=True)
         self._watcher.start()
         log.info("registry watcher polling every %.1f s", cfg.registry.poll_seconds)
+        self._serving = True
         log.info("node %s started", cfg.node_id)
 
     def _start_web(self) -> None:
@@ -296,9 +298,10 @@ class Node:
             self.web.stop()
             self.web = None
             log.info("http stopped")
-        if self._started:
+        if self._serving:
             self.snapshots.stop()
-            self.snapshots.take_all()  # the receivers are drained: nothing arrives after these
+            self.plans.quiesce()  # no event, timer or export between plans changes the state now
+            self.snapshots.take_all()
         self.plans.stop()
         log.info("plans stopped")
         started = time.monotonic()

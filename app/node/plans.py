@@ -22,7 +22,7 @@ from app.node.catalog import StreamCatalog
 from app.node.errors import UnknownPlan
 from app.node.ingress import Binding, Ingress, Row, wall_ms
 from app.node.outputs import OutputHub
-from app.node.snapshots import describe
+from app.node.snapshots import describe, persistent
 from app.registry import ExecutionPlan
 from app.registry.plans import StreamBinding, stream_bindings
 from engine import Runtime
@@ -98,6 +98,7 @@ class PlanManager:
                     wanted[plan.name] = plan
             deployed = dict(self._deployed)
             retired: list[Deployed] = []
+            handed: list[tuple[Deployed, Deployed]] = []  # redeployed: (running, its replacement)
             fresh_names: set[str] = set()
             for name in list(deployed):
                 if name not in wanted:
@@ -121,10 +122,9 @@ class PlanManager:
                         retired.append(deployed.pop(name))
                     continue
                 if current is not None:
-                    _carry_over(current, fresh)
-                    retired.append(current)
-                elif self._restore is not None and plan.snapshot_interval_minutes > 0:
-                    self._restore(plan, fresh.runtime)
+                    handed.append((current, fresh))
+                elif self._restore is not None and persistent(plan):
+                    self._restore_into(plan, fresh.runtime)
                 deployed[name] = fresh
                 fresh_names.add(name)
                 status[name] = PlanStatus(name, "running")
@@ -144,6 +144,10 @@ class PlanManager:
                     status[name] = PlanStatus(name, "failed", message)
                     log.error("plan %s not deployed: %s", name, message)
                 cyclic = _cycles(deployed)
+            for old, fresh in handed:
+                if deployed.get(fresh.plan.name) is fresh:
+                    self._hand_over(old, fresh)
+                retired.append(old)
             self._deployed = deployed
             self._status = status
             self._ingress.set_routes(self._routes(deployed))
@@ -151,6 +155,32 @@ class PlanManager:
             old.runtime.shutdown()
         self._wake.set()
         return dict(status)
+
+    def _hand_over(self, old: Deployed, fresh: Deployed) -> None:
+        """A redeployed plan keeps the state of every query whose text and schemas are
+        unchanged: the running runtime hands its state over and the routes switch to the
+        new one in the same step, so no event falls between them."""
+        name = fresh.plan.name
+
+        def switch() -> None:
+            self._deployed = {**self._deployed, name: fresh}
+            self._ingress.set_routes(self._routes(self._deployed))
+
+        try:
+            report = old.runtime.hand_over(fresh.runtime, switch)
+        except engine.CEPError as exc:
+            switch()
+            old.runtime.shutdown()
+            log.warning("plan %s starts with empty state after its redeploy: %s", name, exc)
+            return
+        log.info("plan %s carried its state over: %s", name, describe(report))
+
+    def _restore_into(self, plan: ExecutionPlan, runtime: Runtime) -> None:
+        assert self._restore is not None
+        try:
+            self._restore(plan, runtime)
+        except Exception:  # a snapshot must never keep a plan from running
+            log.exception("plan %s starts with empty state: restoring its snapshot failed", plan.name)
 
     def _fingerprint(self, plan: ExecutionPlan, bindings: list[StreamBinding]) -> str:
         """The plan's text and the definitions of the streams it binds: what a redeploy follows."""
@@ -268,12 +298,18 @@ class PlanManager:
             self._wake.wait(wait)
             self._wake.clear()
 
-    def stop(self) -> None:
-        """Stop the clock and shut every plan down (their outputs are already in the adapters)."""
+    def quiesce(self) -> None:
+        """Stop the clock and every route into the plans: from now on no event and no timer
+        changes their state (what a final snapshot needs). Idempotent."""
         self._stop.set()
         self._wake.set()
         if self._clock_thread is not None:
             self._clock_thread.join(5)
+        self._ingress.set_routes({})
+
+    def stop(self) -> None:
+        """Stop the clock and shut every plan down (their outputs are already in the adapters)."""
+        self.quiesce()
         with self._lock:
             deployed, self._deployed = self._deployed, {}
             self._ingress.set_routes({})
@@ -283,17 +319,6 @@ class PlanManager:
 
 class _BindingError(Exception):
     pass
-
-
-def _carry_over(old: Deployed, new: Deployed) -> None:
-    """A redeployed plan keeps the state of every query whose text and schemas are unchanged."""
-    name = new.plan.name
-    try:
-        report = new.runtime.restore(old.runtime.capture().encode(), partial=True)
-    except engine.CEPError as exc:
-        log.warning("plan %s starts with empty state after its redeploy: %s", name, exc)
-        return
-    log.info("plan %s carried its state over: %s", name, describe(report))
 
 
 def _bindings(plan: ExecutionPlan) -> list[StreamBinding]:

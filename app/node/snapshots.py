@@ -63,6 +63,7 @@ class SnapshotKeeper:
         self._clock = clock
         self._discard_state = discard_state
         self._discarded: set[str] = set()  # plans whose snapshots --discard-state removed already
+        self._unread: set[str] = set()  # plans whose snapshots could not be read: none taken
         self._last: dict[str, float] = {}  # plan -> when its state was last taken or restored
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -76,10 +77,11 @@ class SnapshotKeeper:
             self._discarded.add(plan.name)
             self._discard(plan.name)
             return None
+        self._unread.discard(plan.name)
         try:
             candidates = self._store.list(plan.name)
         except Exception as exc:  # the registry is down: start empty rather than not at all
-            log.error("plan %s starts with empty state: its snapshots cannot be listed (%s)", plan.name, exc)
+            self._unreadable(plan.name, f"its snapshots cannot be listed ({exc})")
             return None
         for meta in candidates:
             assert meta.id is not None
@@ -93,8 +95,16 @@ class SnapshotKeeper:
                 )
                 continue
             try:
-                report = runtime.restore(self._store.load(meta.id), partial=True)
-            except (HAError, CEPError) as exc:
+                blob = self._store.load(meta.id)
+            except HAError as exc:  # corrupt or gone: the one before may do
+                log.warning("plan %s: snapshot %d skipped: %s", plan.name, meta.id, exc)
+                continue
+            except Exception as exc:  # the registry failed: the older ones would be no better
+                self._unreadable(plan.name, f"snapshot {meta.id} cannot be read ({exc})")
+                return None
+            try:
+                report = runtime.restore(blob, partial=True)  # all or nothing
+            except CEPError as exc:
                 log.warning("plan %s: snapshot %d skipped: %s", plan.name, meta.id, exc)
                 continue
             edited = (
@@ -115,6 +125,17 @@ class SnapshotKeeper:
                 "plan %s starts with empty state: none of its %d snapshots loads", plan.name, len(candidates)
             )
         return None
+
+    def _unreadable(self, plan: str, why: str) -> None:
+        """Start empty, and take no snapshot of the plan until it is deployed again: a new one
+        would push the good ones out."""
+        self._unread.add(plan)
+        log.error(
+            "plan %s starts with empty state: %s; no snapshot of it is taken until it is redeployed "
+            "(restart the node once the registry answers)",
+            plan,
+            why,
+        )
 
     def _discard(self, plan: str) -> None:
         try:
@@ -149,7 +170,12 @@ class SnapshotKeeper:
             node=self._node,
         )
         snapshot_id = self._store.save(meta, blob)
-        self._store.prune(plan.name, self._keep)
+        try:
+            self._store.prune(plan.name, self._keep)
+        except Exception as exc:  # the snapshot is saved; the older ones go next time
+            log.warning(
+                "plan %s: snapshot %d saved, but older ones not pruned: %s", plan.name, snapshot_id, exc
+            )
         self._last[plan.name] = self._clock()
         log.info(
             "plan %s: snapshot %d taken (%d bytes in %.0f ms)",
@@ -163,7 +189,7 @@ class SnapshotKeeper:
     def take_all(self) -> None:
         """A final snapshot of every persistence-mode plan (graceful stop); failures are logged."""
         for plan, runtime in self._deployed():
-            if persistent(plan):
+            if persistent(plan) and plan.name not in self._unread:
                 self._take_logged(plan, runtime)
 
     def _take_logged(self, plan: ExecutionPlan, runtime: Runtime) -> None:
@@ -181,6 +207,7 @@ class SnapshotKeeper:
             (plan, runtime)
             for plan, runtime in self._deployed()
             if persistent(plan)
+            and plan.name not in self._unread
             and now - self._last.setdefault(plan.name, now) >= plan.snapshot_interval_minutes * 60
         ]
 

@@ -1,7 +1,8 @@
 """The local input log: per plan, an append-only sequence of positioned records.
 
-Before a receiver acknowledges a bundle for a persistence-mode plan, the node appends it here;
-a snapshot records the position it covers; restore replays `read(plan, after=position)`. Layout:
+Meant for this (not wired into the node yet): before a receiver acknowledges a bundle for a
+persistence-mode plan, the node appends it here; a snapshot records the position it covers;
+restore replays `read(plan, after=position)`. Layout:
 `<directory>/<plan, encoded by plan_dirs>/<first position>.log` (directories 0700, files 0600),
 records framed as `segments` says, payloads as `records` says. Positions start at 1 and grow
 by 1 per record; they continue across reopen and `truncate` (the newest segment always stays).

@@ -232,35 +232,73 @@ class Runtime:
         (`unfit`). Returns what went where."""
         clock, saved = captures.read(blob, self.name)
         chosen, report = captures.match(self._parts, saved, partial)
-        restored = {id(part) for part, _ in chosen}
         with self._lock:
-            if partial:
-                self._scheduler.discard(lambda owner: id(self._owners.part_of(owner)) in restored)
-            else:
-                self._scheduler.clear()
-            if self._playback and clock["now"] is not None:
-                assert isinstance(self._clock, PlaybackClock)
-                self._clock.current = clock["now"]
-            was_started = self._started
-            self._start_time = clock["start"]
-            self._started = clock["started"]
-            timers: list[tuple[int, int, str]] = []
+            before = self.capture()
             try:
-                for part, entry in chosen:
-                    part.restore(entry["state"])
-                    owners = part.owners
-                    timers += [(due, rank, owners.absolute(rel)) for due, rank, rel in entry["timers"]]
-            except (KeyError, TypeError, ValueError, IndexError) as exc:
+                self._apply(clock, chosen, partial)
+            except Exception as exc:  # all or nothing: what was there before comes back
+                self._roll_back(before)
+                if isinstance(exc, StateError):
+                    raise
+                msg = f"snapshot cannot be read: {type(exc).__name__}: {exc}"
+                raise StateError(msg) from exc
+        return report
+
+    def _apply(self, clock: dict[str, Any], chosen: list[tuple[Part, dict[str, Any]]], partial: bool) -> None:
+        restored = {id(part) for part, _ in chosen}
+        if partial:
+            self._scheduler.discard(lambda owner: id(self._owners.part_of(owner)) in restored)
+        else:
+            self._scheduler.clear()
+        if self._playback and clock["now"] is not None:
+            assert isinstance(self._clock, PlaybackClock)
+            self._clock.current = clock["now"]
+        was_started = self._started
+        self._start_time = clock["start"]
+        self._started = clock["started"]
+        timers: list[tuple[int, int, str]] = []
+        for part, entry in chosen:
+            try:
+                part.restore(entry["state"])
+                owners = part.owners
+                timers += [(due, rank, owners.absolute(rel)) for due, rank, rel in entry["timers"]]
+            except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
                 msg = f"snapshot part {part.spec.label} cannot be read: {type(exc).__name__}: {exc}"
                 raise StateError(msg) from exc
-            if not partial:
-                timers += [(due, rank, owner) for due, rank, owner in clock["timers"]]
-            self._scheduler.restore([[due, owner] for due, _, owner in sorted(timers)])
-            if self._started and not was_started:
-                for part in self._parts:
-                    if id(part) not in restored:
-                        for start in part.starters:
-                            start()
+        if not partial:
+            timers += [(due, rank, owner) for due, rank, owner in clock["timers"]]
+        self._scheduler.restore([[due, owner] for due, _, owner in sorted(timers)])
+        if self._started and not was_started:
+            for part in self._parts:
+                if id(part) not in restored:
+                    for start in part.starters:
+                        start()
+
+    def _roll_back(self, before: Capture) -> None:
+        """Put back the state `before` (taken under the same lock hold): every part, the
+        timers and the clock, as they were."""
+        clock = before.clock
+        for part, state in before.states:
+            part.restore(state)
+        self._scheduler.clear()
+        self._scheduler.restore([[due, owner] for due, _, owner in sorted(before.timers)])
+        if self._playback and clock["now"] is not None:
+            assert isinstance(self._clock, PlaybackClock)
+            self._clock.current = clock["now"]
+        self._start_time = clock["start"]
+        self._started = clock["started"]
+
+    def hand_over(self, to: Runtime, switch: Callable[[], None]) -> RestoreReport:
+        """Move this runtime's state into `to` (a runtime of the same or an edited plan, not
+        yet fed) and shut this one down, with no event or timer in between: under this
+        runtime's lock, capture, restore into `to` (partially: what no longer fits starts
+        empty), call `switch()` (the caller points new sends at `to`), shut down. A send that
+        waited for the lock then finds this runtime shut down and can go to `to`."""
+        with self._lock:
+            report = to.restore(self.capture().encode(), partial=True)
+            switch()
+            self._closed = True
+            self._scheduler.clear()
         return report
 
     def shutdown(self) -> None:

@@ -40,15 +40,15 @@ class Capture:
         owners: OwnerIndex,
     ) -> None:
         self.plan = plan
-        self._clock = clock
-        self._states = states
-        self._timers = timers
+        self.clock = clock
+        self.states = states
+        self.timers = timers
         self._owners = owners
 
     def encode(self) -> bytes:
         """The snapshot blob: versioned, checksummed, no pickle."""
         parts: dict[str, dict[str, Any]] = {}
-        for part, state in self._states:
+        for part, state in self.states:
             s = part.spec
             parts[s.key] = {
                 "label": s.label,
@@ -60,14 +60,14 @@ class Capture:
                 "timers": [],
             }
         unowned: list[list[Any]] = []
-        for rank, (due, _, owner) in enumerate(sorted(self._timers)):
+        for rank, (due, _, owner) in enumerate(sorted(self.timers)):
             owner_part = self._owners.part_of(owner)
             if owner_part is None:
                 unowned.append([due, rank, owner])
             else:
                 rel = owner_part.owners.relative(owner)
                 parts[owner_part.spec.key]["timers"].append([due, rank, rel])
-        tree = {**self._clock, "parts": parts, "timers": unowned}
+        tree = {**self.clock, "parts": parts, "timers": unowned}
         return state_codec.encode(tree, self.plan)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import engine
 from app.config import Adapters
 from app.node.catalog import StreamCatalog
 from app.node.ingress import Ingress
@@ -332,3 +334,68 @@ def test_exports_carry_the_event_timestamps(m: Manager) -> None:
     runtime.subscribe("In", seen.extend)
     m.ingress.publish_rows("s1:1.0.0", [("web", 2), ("web", 3)], [1111, 2222])
     assert [(e.timestamp, tuple(e.data)) for e in seen] == [(1111, (20,)), (2222, (30,))]
+
+
+COUNTS = """
+@Import('s2:1.0.0') define stream In (v long);
+define stream Counts (n long);
+@info(name='count') from In select count() as n insert into Counts;
+"""
+
+
+def test_events_flowing_during_a_redeploy_all_reach_the_kept_state(tmp_path: Path) -> None:
+    m = Manager(tmp_path)
+
+    def slow_compile(text: str) -> engine.Runtime:
+        time.sleep(0.05)  # a plan that takes a while to compile widens the window a loss would need
+        return engine.compile(text, clock="wall")
+
+    m.plans = PlanManager(m.catalog, m.ingress, m.outputs, compile_plan=slow_compile)
+    try:
+        m.apply(ExecutionPlan("counts", COUNTS))
+        seen: list[int] = []
+        stop = threading.Event()
+        published = [0]
+
+        def publish() -> None:
+            while not stop.is_set():
+                m.ingress.publish_rows("s2:1.0.0", [(1,)])
+                published[0] += 1
+
+        def watch_latest() -> None:
+            runtime = m.plans.runtime("counts")
+            assert runtime is not None
+            runtime.subscribe("Counts", lambda events: seen.extend(e.data[0] for e in events))
+
+        publisher = threading.Thread(target=publish)
+        publisher.start()
+        for i in range(8):
+            m.apply(
+                ExecutionPlan(
+                    "counts", COUNTS + f"-- edit {i}\nfrom In select v as n insert into Counts;\n" * (i % 2)
+                )
+            )
+        stop.set()
+        publisher.join(30)
+        watch_latest()
+        m.ingress.publish_rows("s2:1.0.0", [(1,)])
+        assert published[0] > 100
+        assert max(seen) == published[0] + 1  # every event counted once, across eight hand-overs
+    finally:
+        m.close()
+
+
+def test_a_failing_restore_hook_never_keeps_a_plan_from_running(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    m = Manager(tmp_path)
+
+    def broken(plan: ExecutionPlan, runtime: engine.Runtime) -> None:
+        raise RuntimeError("registry went away")
+
+    m.plans = PlanManager(m.catalog, m.ingress, m.outputs, restore=broken)
+    try:
+        assert m.apply(ExecutionPlan("counts", COUNTS, snapshot_interval_minutes=1)) == running("counts")
+        assert "restoring its snapshot failed" in caplog.text
+    finally:
+        m.close()

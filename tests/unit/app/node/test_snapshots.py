@@ -150,3 +150,38 @@ def test_discard_state_starts_the_plan_empty_and_removes_its_snapshots_once(
     clean.take(plan(), fresh)  # taken while this node runs: a later redeploy restores it
     again, _ = runtime()
     assert clean.restore(plan(), again) is not None
+
+
+class FailingLoads:
+    """The registry store, with `load` failing as an unreachable database does."""
+
+    def __init__(self, store: RegistrySnapshots) -> None:
+        self.store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def load(self, snapshot_id: int) -> bytes:
+        raise sa.exc.OperationalError("SELECT", {}, Exception("Lost connection to MySQL server"))
+
+
+def test_an_unreadable_registry_means_an_empty_start_and_no_snapshot_over_the_good_ones(
+    store: RegistrySnapshots, caplog: pytest.LogCaptureFixture
+) -> None:
+    rt, _ = runtime()
+    rt.send("In", [(1,)], timestamps=1000)
+    good = keeper(store, [], Clock()).take(plan(), rt)
+    clock = Clock()
+    fresh, out = runtime()
+    failing = SnapshotKeeper(
+        FailingLoads(store), "node-a", keep=1, deployed=lambda: [(plan(), fresh)], clock=clock
+    )  # type: ignore[arg-type]
+    with caplog.at_level(logging.ERROR):
+        assert failing.restore(plan(), fresh) is None
+    assert "no snapshot of it is taken until it is redeployed" in caplog.text
+    clock.now += 3600
+    assert failing.due() == []
+    failing.take_all()
+    assert [m.id for m in store.list("sums")] == [good.id]  # the good one is still there
+    fresh.send("In", [(5,)], timestamps=2000)
+    assert out == [5]

@@ -9,6 +9,7 @@ import pytest
 
 import engine
 from engine.events import Chunk
+from engine.runtime import state as state_codec
 
 PLAN = """
 @app:name('Shop')
@@ -223,3 +224,26 @@ def test_a_wall_clock_runtime_keeps_a_new_parts_timers_through_a_partial_restore
     now[0] = 12_500
     rt.tick()
     assert got["Ticks"] == [(11_000,), (12_000,)]
+
+
+def test_a_restore_failing_halfway_leaves_the_runtime_as_it_was() -> None:
+    plan = """
+    define stream S (k string, v double);
+    @info(name='a') from S#window.time(10 sec) select sum(v) as total insert all events into A;
+    @info(name='b') from S#window.length(2) select count() as n insert into B;
+    """
+    source = engine.compile(plan, start_time=1000)
+    source.send("S", [("x", 100.0)], 1000)
+    tree = state_codec.decode(source.snapshot())
+    tree["parts"][next(k for k in tree["parts"] if tree["parts"][k]["label"] == "query 'b'")]["state"] = 7
+    broken = state_codec.encode(tree, source.name)  # 'a' loads, then 'b' fails
+
+    target = engine.compile(plan, start_time=1000)
+    got = outputs(target)
+    target.send("S", [("y", 1.0)], 1000)
+    with pytest.raises(engine.StateError, match="query 'b' cannot be read"):
+        target.restore(broken, partial=True)
+    target.send("S", [("y", 2.0)], 2000)
+    target.advance_to(12_500)
+    # 'a' went on with its own window (not the snapshot's 100) and its own expiry timers
+    assert got == {"A": [(1.0,), (3.0,), (2.0,), (None,)], "B": [(1,), (2,)]}
