@@ -269,13 +269,13 @@ class BufferedAdapter:
                     return
                 continue
             except FenceRaised as exc:
-                self._resolve(batch, "fenced")
-                log.warning(
+                log.warning(  # before resolving: a flush that returns finds the refusal logged
                     "adapter %s: fence refused the write of %s: %s",
                     self.name,
                     counted(len(batch), "record"),
                     exc,
                 )
+                self._resolve(batch, "fenced")
             except Exception as exc:  # Refused, or a bug in the subclass: isolate the bad records
                 with self._cond:
                     self._counts["errors"] += 1
