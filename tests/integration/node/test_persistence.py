@@ -9,7 +9,7 @@ import base64
 import json
 import re
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,21 @@ type = "map"
 
 
 @pytest.fixture
+def nodes() -> Iterator[Callable[[Path, str], NodeProcess]]:
+    """Makes node processes that are stopped at the end of the test, whatever happened."""
+    made: list[NodeProcess] = []
+
+    def make(tmp: Path, registry: str) -> NodeProcess:
+        tmp.mkdir(exist_ok=True)
+        made.append(NodeProcess(tmp, registry))
+        return made[-1]
+
+    yield make
+    for node in made:
+        node.stop()
+
+
+@pytest.fixture
 def registry(mysql_url: str) -> Iterator[str]:
     with isolated_database(mysql_url, "cep_persist") as url:
         yield url
@@ -97,10 +112,11 @@ def provision(node: NodeProcess, tmp: Path, out: Path, plan: str = PLAN) -> None
     node.cli("apply", str(tmp / "apply.toml"))
 
 
-def test_a_graceful_restart_keeps_the_window(tmp_path: Path, registry: str) -> None:
+def test_a_graceful_restart_keeps_the_window(
+    tmp_path: Path, registry: str, nodes: Callable[[Path, str], NodeProcess]
+) -> None:
     out = tmp_path / "out.db"
-    (tmp_path / "a").mkdir()
-    node = NodeProcess(tmp_path / "a", registry)
+    node = nodes(tmp_path / "a", registry)
     provision(node, tmp_path, out)
     node.start()
     send(node, 1)
@@ -116,12 +132,10 @@ def test_a_graceful_restart_keeps_the_window(tmp_path: Path, registry: str) -> N
 
 
 def test_another_node_on_the_registry_carries_on_and_an_edit_keeps_the_untouched_query(
-    tmp_path: Path, registry: str
+    tmp_path: Path, registry: str, nodes: Callable[[Path, str], NodeProcess]
 ) -> None:
     out = tmp_path / "out.db"
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    first = NodeProcess(tmp_path / "a", registry)
+    first = nodes(tmp_path / "a", registry)
     provision(first, tmp_path, out)
     first.start()
     send(first, 1, 2)
@@ -131,7 +145,7 @@ def test_another_node_on_the_registry_carries_on_and_an_edit_keeps_the_untouched
         + "\n-- counted as well now\n@info(name='count') from In select count() as total insert into Sums;\n"
     )
     provision(first, tmp_path, out, edited)
-    second = NodeProcess(tmp_path / "b", registry)
+    second = nodes(tmp_path / "b", registry)
     second.start()
     send(second, 3)
     wait_for(
@@ -146,11 +160,10 @@ def test_another_node_on_the_registry_carries_on_and_an_edit_keeps_the_untouched
 
 
 def test_a_snapshot_taken_on_request_restores_the_window_of_that_moment(
-    tmp_path: Path, registry: str
+    tmp_path: Path, registry: str, nodes: Callable[[Path, str], NodeProcess]
 ) -> None:
     out = tmp_path / "out.db"
-    (tmp_path / "a").mkdir()
-    node = NodeProcess(tmp_path / "a", registry)
+    node = nodes(tmp_path / "a", registry)
     provision(node, tmp_path, out)
     node.start()
     password = {"CEPHEUS_PASSWORD": ADMIN_PASSWORD}
@@ -169,10 +182,11 @@ def test_a_snapshot_taken_on_request_restores_the_window_of_that_moment(
     assert totals(out) == [1, 3, 13, 32, 6]  # 1+2+3: the window as it was when the snapshot was taken
 
 
-def test_discard_state_starts_empty_and_removes_the_snapshots(tmp_path: Path, registry: str) -> None:
+def test_discard_state_starts_empty_and_removes_the_snapshots(
+    tmp_path: Path, registry: str, nodes: Callable[[Path, str], NodeProcess]
+) -> None:
     out = tmp_path / "out.db"
-    (tmp_path / "a").mkdir()
-    node = NodeProcess(tmp_path / "a", registry)
+    node = nodes(tmp_path / "a", registry)
     provision(node, tmp_path, out)
     node.start()
     send(node, 1, 2)
