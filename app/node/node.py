@@ -96,7 +96,13 @@ class Node:
             deployed=lambda: self.plans.deployments(),
             discard_state=discard_state,
         )
-        self.plans = PlanManager(self.catalog, self.ingress, self.outputs, restore=self.snapshots.restore)
+        self.plans = PlanManager(
+            self.catalog,
+            self.ingress,
+            self.outputs,
+            restore=self.snapshots.restore,
+            retire=self.snapshots.farewell,
+        )
         self.credentials = Credentials(self.registry.verify_user, throttle=login_throttle(config.login))
         self.thrift: DataBridgeServer | None = None
         self.web: WebServer | None = None

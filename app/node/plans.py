@@ -4,7 +4,9 @@
 stream it imports or exports) and undeploys what is gone or disabled; a plan whose text or
 streams are unchanged keeps running with its state, and a redeployed one keeps the state of
 every query whose text and schemas are unchanged. A persistence-mode plan deployed anew is
-restored from its newest snapshot (`restore`, the node's `SnapshotKeeper`). A plan that fails to deploy is reported
+restored from its newest snapshot (`restore`, the node's `SnapshotKeeper`), and one that stops
+running here (undeployed, disabled, or replaced by a text that fails) leaves a last one
+(`retire`). A plan that fails to deploy is reported
 with the reason and the others are unaffected. One clock thread fires the timers of every
 plan (time windows, triggers, pattern `within`); sends fire due timers too.
 """
@@ -65,12 +67,14 @@ class PlanManager:
         outputs: OutputHub,
         compile_plan: Callable[[str], Runtime] | None = None,
         restore: Callable[[ExecutionPlan, Runtime], object] | None = None,
+        retire: Callable[[ExecutionPlan, Runtime], object] | None = None,
     ) -> None:
         self._catalog = catalog
         self._ingress = ingress
         self._outputs = outputs
         self._compile = compile_plan or (lambda text: engine.compile(text, clock="wall"))
         self._restore = restore
+        self._retire = retire
         self._lock = threading.Lock()
         self._deployed: dict[str, Deployed] = {}
         self._status: dict[str, PlanStatus] = {}
@@ -98,11 +102,12 @@ class PlanManager:
                     wanted[plan.name] = plan
             deployed = dict(self._deployed)
             retired: list[Deployed] = []
+            departing: list[Deployed] = []  # stop running here with their state: a last snapshot
             handed: list[tuple[Deployed, Deployed]] = []  # redeployed: (running, its replacement)
             fresh_names: set[str] = set()
             for name in list(deployed):
                 if name not in wanted:
-                    retired.append(deployed.pop(name))
+                    departing.append(deployed.pop(name))
                     log.info("plan %s undeployed", name)
             for name, plan in wanted.items():
                 current = deployed.get(name)
@@ -119,7 +124,7 @@ class PlanManager:
                     status[name] = PlanStatus(name, "failed", message)
                     log.error("plan %s not deployed: %s", name, message)
                     if current is not None:
-                        retired.append(deployed.pop(name))
+                        departing.append(deployed.pop(name))
                     continue
                 if current is not None:
                     handed.append((current, fresh))
@@ -151,7 +156,10 @@ class PlanManager:
             self._deployed = deployed
             self._status = status
             self._ingress.set_routes(self._routes(deployed))
-        for old in retired:
+        for old in departing:  # routed to no more: its state is final
+            if self._retire is not None and persistent(old.plan):
+                self._retire(old.plan, old.runtime)
+        for old in retired + departing:
             old.runtime.shutdown()
         self._wake.set()
         return dict(status)

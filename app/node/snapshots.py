@@ -192,6 +192,12 @@ class SnapshotKeeper:
             if persistent(plan) and plan.name not in self._unread:
                 self._take_logged(plan, runtime)
 
+    def farewell(self, plan: ExecutionPlan, runtime: Runtime) -> None:
+        """A last snapshot of a persistence-mode plan that stops running here (undeployed,
+        disabled, a failed redeploy): enabled again, it carries on from this state."""
+        if persistent(plan) and plan.name not in self._unread:
+            self._take_logged(plan, runtime)
+
     def _take_logged(self, plan: ExecutionPlan, runtime: Runtime) -> None:
         try:
             self.take(plan, runtime)

@@ -125,6 +125,10 @@ def parse_cron(text: str) -> Cron | str:
     )
 
 
+CATCH_UP_RUNS = 100
+_DAY_MS = 24 * 3600 * 1000
+
+
 class Trigger:
     def __init__(
         self,
@@ -164,14 +168,23 @@ class Trigger:
         self.timer.at(due)
 
     def _on_timer(self, due: int, now: int) -> None:
+        """Fire, and schedule the next run. Runs missed by a short stall fire one after
+        another, as a fixed-rate timer does; past `CATCH_UP_RUNS` missed runs of `every` (or
+        a day late for `at` a cron) the trigger fires once, for the latest run due, and carries
+        on from there: a plan restored from an old snapshot on the wall clock must not send a
+        week of `every 1 sec` at once. On the playback clock timers fire on time, so nothing
+        is skipped."""
         if due != self.next_due:
             return
         d = self.definition
         if d.every_ms is not None:
+            missed = (now - due) // d.every_ms
+            if missed > CATCH_UP_RUNS:
+                due += missed * d.every_ms
             self._schedule(due + d.every_ms)
             self._fire(due)
         elif self.cron is not None:
-            following = self.cron.next_after(due)
+            following = self.cron.next_after(now if now - due > _DAY_MS else due)
             if following is not None:
                 self._schedule(following)
             else:

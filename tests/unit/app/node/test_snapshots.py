@@ -13,6 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 import engine
+from app.node.plans import PlanManager
 from app.node.snapshots import SnapshotKeeper
 from app.registry import ExecutionPlan, Registry, schema
 from app.registry.snapshots import RegistrySnapshots
@@ -185,3 +186,29 @@ def test_an_unreadable_registry_means_an_empty_start_and_no_snapshot_over_the_go
     assert [m.id for m in store.list("sums")] == [good.id]  # the good one is still there
     fresh.send("In", [(5,)], timestamps=2000)
     assert out == [5]
+
+
+def test_a_plan_disabled_and_enabled_again_carries_on_from_where_it_stopped(tmp_path: Path) -> None:
+    from tests.unit.app.node.test_plans import Manager
+
+    m = Manager(tmp_path)
+    store = RegistrySnapshots(m.registry)
+    keep = SnapshotKeeper(store, "node-a", keep=3, deployed=m.plans.deployments)
+    m.plans = PlanManager(m.catalog, m.ingress, m.outputs, restore=keep.restore, retire=keep.farewell)
+    counting = """
+    @Import('s2:1.0.0') define stream In (v long);
+    define stream Counts (n long);
+    @info(name='count') from In select count() as n insert into Counts;
+    """
+    try:
+        m.apply(ExecutionPlan("counts", counting, snapshot_interval_minutes=60))
+        m.ingress.publish_rows("s2:1.0.0", [(1,)])
+        m.ingress.publish_rows("s2:1.0.0", [(1,)])
+        m.apply(ExecutionPlan("counts", counting, enabled=False, snapshot_interval_minutes=60))
+        assert len(store.list("counts")) == 1  # its last state, taken as it stopped
+        m.apply(ExecutionPlan("counts", counting, snapshot_interval_minutes=60))
+        counts = m.watch("counts", "Counts")
+        m.ingress.publish_rows("s2:1.0.0", [(1,)])
+        assert counts == [[(3,)]]
+    finally:
+        m.close()

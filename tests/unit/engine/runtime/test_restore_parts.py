@@ -247,3 +247,30 @@ def test_a_restore_failing_halfway_leaves_the_runtime_as_it_was() -> None:
     target.advance_to(12_500)
     # 'a' went on with its own window (not the snapshot's 100) and its own expiry timers
     assert got == {"A": [(1.0,), (3.0,), (2.0,), (None,)], "B": [(1,), (2,)]}
+
+
+def test_a_trigger_restored_long_after_its_snapshot_fires_once_not_for_every_missed_run() -> None:
+    plan = "define trigger Beat at every 1 sec;"
+    now = [1_700_000_000_000]
+    source = engine.compile(plan, clock="wall", wall_time=lambda: now[0])
+    source.tick()
+    blob = source.snapshot()
+
+    now[0] += 7 * 24 * 3600 * 1000  # restored a week later
+    target = engine.compile(plan, clock="wall", wall_time=lambda: now[0])
+    beats: list[int] = []
+    target.subscribe("Beat", lambda events: beats.extend(e.timestamp for e in events))
+    target.restore(blob)
+    target.tick()
+    assert len(beats) == 1 and now[0] - 1000 < beats[0] <= now[0]
+    now[0] += 2500  # a short stall: the two runs missed fire one after the other
+    target.tick()
+    assert len(beats) == 3
+
+
+def test_a_trigger_on_the_playback_clock_still_fires_every_run() -> None:
+    rt = engine.compile("define trigger Beat at every 1 sec;", start_time=1000)
+    beats: list[int] = []
+    rt.subscribe("Beat", lambda events: beats.extend(e.timestamp for e in events))
+    rt.advance_to(11_000)
+    assert beats == list(range(2000, 11_001, 1000))
