@@ -156,8 +156,8 @@ class PlanManager:
             self._deployed = deployed
             self._status = status
             self._ingress.set_routes(self._routes(deployed))
-        for old in departing:  # routed to no more: its state is final
-            if self._retire is not None and persistent(old.plan):
+        if self._retire is not None:
+            for old in departing:  # routed to no more: its state is final
                 self._retire(old.plan, old.runtime)
         for old in retired + departing:
             old.runtime.shutdown()

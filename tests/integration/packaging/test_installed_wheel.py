@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.node.test_node import DOCUMENT as NODE_DOCUMENT
 from tests.integration.node.test_node import PLAN
 from tests.support.nodes import REPO, free_offset, get_json, wait_for
 
@@ -27,39 +28,7 @@ NOT_SOURCES = shutil.ignore_patterns(
     ".git", ".venv", "var", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis", "*.log"
 )
 
-DOCUMENT = """
-[[streams]]
-name = "temps"
-meta = [{ name = "sensor", type = "STRING" }]
-payload = [{ name = "room", type = "STRING" }, { name = "celsius", type = "DOUBLE" }]
-
-[[streams]]
-name = "alerts"
-payload = [{ name = "room", type = "STRING" }, { name = "celsius", type = "DOUBLE" }]
-
-[[plans]]
-name = "hot"
-file = "hot.siddhi"
-
-[[datasources]]
-name = "out"
-url = "sqlite:///var/out.db"
-
-[[adapters]]
-name = "alertTable"
-type = "rdbms"
-datasource = "out"
-table = "alerts"
-mode = "insert"
-create_table = true
-columns = [{ name = "room", type = "VARCHAR(20)" }, { name = "celsius", type = "DOUBLE PRECISION" }]
-
-[[formatters]]
-name = "alertRows"
-stream = "alerts:1.0.0"
-adapter = "alertTable"
-type = "map"
-"""
+DOCUMENT = NODE_DOCUMENT.format(db="var/out.db")  # the node test's sample, its output relative to the run
 
 EVENTS = '["s1", "kitchen", 31.0]\n["s2", "hall", 12.0]\n["s3", "attic", 45.5]\n'
 
