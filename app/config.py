@@ -131,6 +131,7 @@ class Persistence:
     fsync: str = "interval"  # when the input log reaches the disk: "always" | "interval" | "off"
     fsync_interval_ms: int = 50  # with fsync = "interval"
     max_log_bytes: int = 1024 * 1024 * 1024  # the input log of one plan at most
+    max_snapshot_bytes: int = 256 * 1024 * 1024  # a larger snapshot is not stored (and logged)
 
 
 @dataclass(frozen=True)
@@ -335,6 +336,9 @@ def _validate(cfg: Config) -> None:
         raise ConfigError(msg)
     if p.fsync_interval_ms < 1:
         msg = f"persistence.fsync_interval_ms must be positive, got {p.fsync_interval_ms}"
+        raise ConfigError(msg)
+    if p.max_snapshot_bytes < 1024 * 1024:
+        msg = f"persistence.max_snapshot_bytes must be at least 1048576 (1 MiB), got {p.max_snapshot_bytes}"
         raise ConfigError(msg)
     if p.max_log_bytes < 1024 * 1024:
         msg = f"persistence.max_log_bytes must be at least 1048576 (1 MiB), got {p.max_log_bytes}"

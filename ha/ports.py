@@ -25,7 +25,8 @@ class SnapshotMeta:
 
     `id` is None until the store has saved it. `text_sha256` identifies the plan text the
     state belongs to; `state_format` is the engine's blob format (`engine.STATE_FORMAT`);
-    `input_position` is the last input-log position the state covers (None: no input log);
+    `input_position` is the last position of input log `input_log` the state covers (both
+    None: no input log; positions count in one log, so they mean nothing in another);
     `size` and `checksum` describe the blob; `created_at` is UTC and timezone-aware; `node`
     is the id of the node that took it.
     """
@@ -39,6 +40,7 @@ class SnapshotMeta:
     checksum: str
     created_at: datetime
     node: str
+    input_log: str | None = None
 
     def __post_init__(self) -> None:
         if self.created_at.utcoffset() != timedelta(0):
@@ -56,6 +58,7 @@ class SnapshotMeta:
         input_position: int | None,
         created_at: datetime,
         node: str,
+        input_log: str | None = None,
     ) -> SnapshotMeta:
         """The meta of a new (unsaved) snapshot: size and checksum computed from `blob`."""
         return cls(
@@ -68,6 +71,7 @@ class SnapshotMeta:
             checksum_of(blob),
             created_at,
             node,
+            input_log,
         )
 
 

@@ -2,6 +2,7 @@
 
     python scripts/bench_node.py [--events 1000000] [--rate 10000] [--seconds 10]
                                  [--output mysql+pymysql://root@127.0.0.1:3306/test]
+                                 [--persistence none|nolog|off|interval|always]
 
 Starts a real `cepheus server` process (SQLite registry in a temporary directory), applies a
 filter plan whose matches (10 % of the events) an RDBMS adapter inserts into a fresh table of
@@ -14,6 +15,10 @@ the `--output` database, then publishes from this process over real sockets:
    from the moment its bundle was sent (the event timestamp) to the database's clock when
    the row was inserted (a column default), so it covers the whole path including the
    adapter's batching and the commit.
+
+`--persistence` puts the plan in persistence mode (a snapshot interval of an hour, so none is
+taken during the run): `nolog` without the input log, `off`/`interval`/`always` with it and that
+fsync policy (the node's default is `interval`); `none` (the default) is a plain plan.
 
 Prints one table; exits 1 when a row is missing.
 """
@@ -67,6 +72,7 @@ payload = {{ id = "LONG", sensor = "STRING", value = "DOUBLE" }}
 
 [[plans]]
 file = "plan.siddhi"
+snapshot_interval_minutes = {interval}
 
 [[datasources]]
 name = "benchDB"
@@ -143,12 +149,15 @@ def wait_rows(engine: sa.Engine, table: str, expected: int, timeout: float, wher
         time.sleep(0.01)
 
 
-def start_node(tmp: Path, offset: int) -> subprocess.Popen[bytes]:
+def start_node(tmp: Path, offset: int, persistence: str) -> subprocess.Popen[bytes]:
     config = tmp / "cepheus.toml"
+    logged = persistence not in ("none", "nolog")
+    fsync = persistence if logged else "interval"
     config.write_text(
         f'[node]\nport_offset = {offset}\ndata_dir = "{tmp / "var"}"\nlog_level = "WARNING"\n'
         f'[registry]\nurl = "sqlite:///{tmp / "registry.db"}"\npoll_seconds = 0.2\n'
-        '[console]\nhost = "127.0.0.1"\n[thrift]\nhost = "127.0.0.1"\n',
+        '[console]\nhost = "127.0.0.1"\n[thrift]\nhost = "127.0.0.1"\n'
+        f'[persistence]\ninput_log = {"true" if logged else "false"}\nfsync = "{fsync}"\n',
         encoding="utf-8",
     )
     env = {**os.environ, "CEPHEUS_ADMIN_PASSWORD": PASSWORD}
@@ -293,6 +302,12 @@ def main() -> int:
     parser.add_argument("--rate", type=int, default=10_000, help="events/s in the latency phase")
     parser.add_argument("--seconds", type=float, default=10.0, help="length of the latency phase")
     parser.add_argument("--output", default="mysql+pymysql://root@127.0.0.1:3306/test", help="SQLAlchemy URL")
+    parser.add_argument(
+        "--persistence",
+        choices=("none", "nolog", "off", "interval", "always"),
+        default="none",
+        help="persistence mode: none, without the input log, or with it and this fsync policy",
+    )
     args = parser.parse_args()
 
     table = f"bench_out_{secrets.token_hex(4)}"
@@ -303,8 +318,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="cepheus-bench-") as tmpdir:
         tmp = Path(tmpdir)
         (tmp / "plan.siddhi").write_text(PLAN, encoding="utf-8")
-        (tmp / "apply.toml").write_text(APPLY.format(output=args.output, table=table), encoding="utf-8")
-        process = start_node(tmp, offset)
+        (tmp / "apply.toml").write_text(
+            APPLY.format(output=args.output, table=table, interval=0 if args.persistence == "none" else 60),
+            encoding="utf-8",
+        )
+        process = start_node(tmp, offset, args.persistence)
         try:
             command = [sys.executable, "-m", "app.cli", "apply", str(tmp / "apply.toml")]
             # the node creates the registry schema: apply once it has
@@ -417,7 +435,8 @@ def main() -> int:
     header = ("phase", "events", "seconds", "events/s", "p50 ms", "p99 ms")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     print(
-        f"cepheus server, filter plan (10 % match) → rdbms adapter → {sa.make_url(args.output).get_backend_name()}; bundles of {args.bundle_size}"
+        f"cepheus server, filter plan (10 % match) → rdbms adapter → {sa.make_url(args.output).get_backend_name()}; bundles of {args.bundle_size}; "
+        f"persistence {args.persistence}"
     )
     for r in [header, tuple("-" * w for w in widths), *rows]:
         print(

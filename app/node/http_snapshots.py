@@ -26,7 +26,7 @@ from app.node.auth import Credentials
 from app.node.errors import UnknownPlan
 from app.node.http_api import json_error, login_refusal
 from app.node.plans import PlanManager
-from app.node.snapshots import SnapshotKeeper, describe
+from app.node.snapshots import SnapshotKeeper, SnapshotTooLarge, describe
 from engine import RestoreReport
 from engine.errors import StateError
 from ha.errors import SnapshotCorrupt, SnapshotMissing
@@ -81,6 +81,8 @@ def snapshots_blueprint(plans: PlanManager, keeper: SnapshotKeeper, credentials:
             return json_error(404, str(UnknownPlan(name)))
         try:
             meta = keeper.take(*found)
+        except SnapshotTooLarge as exc:
+            return json_error(413, f"plan {name!r}: {exc}")
         except sqlalchemy.exc.SQLAlchemyError as exc:
             return _registry_down(exc)
         return _json(201, meta_json(meta))
@@ -95,6 +97,7 @@ def snapshots_blueprint(plans: PlanManager, keeper: SnapshotKeeper, credentials:
         try:
             _, blob = keeper.load(name, snapshot_id)
             report = plans.replace_state(name, blob)
+            _cover_journal(plans, keeper, name)
         except (SnapshotMissing, UnknownPlan) as exc:
             return json_error(404, str(exc))
         except SnapshotCorrupt as exc:
@@ -110,3 +113,17 @@ def snapshots_blueprint(plans: PlanManager, keeper: SnapshotKeeper, credentials:
         return _json(200, report_json(name, snapshot_id, report))
 
     return bp
+
+
+def _cover_journal(plans: PlanManager, keeper: SnapshotKeeper, name: str) -> None:
+    """A plan with an input log takes a snapshot of the state just restored: otherwise a crash
+    would replay the log on top of the snapshot before it."""
+    found = plans.deployment(name)
+    if found is None or plans.journal(name) is None:
+        return
+    try:
+        keeper.take(*found)
+    except Exception as exc:
+        log.error(
+            "plan %s: no snapshot of the restored state (%s); take one before the next crash", name, exc
+        )

@@ -4,7 +4,10 @@ Receivers (Thrift, HTTP) and plans that export a stream other plans import all d
 Each call runs the plans synchronously in the caller's thread, so when `publish` returns the
 events have passed through every plan and their results sit in the output adapters' buffers:
 that is what a receiver acknowledges. Routes are an immutable mapping swapped whole on
-redeploy, so the hot path takes no lock of its own.
+redeploy, so the hot path takes no lock of its own. A plan with a journal (persistence mode
+with the input log on) gets the events through it: logged, then processed, and durable as
+its fsync policy says before the call returns; when the log refuses them (full, or a disk
+error), `InputLogError` propagates and the receiver does not acknowledge the bundle.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from typing import Any
 
 from adapters.thrift import WireEvent
 from adapters.wording import counted
+from app.node.journal import PlanJournal
+from app.persistence.errors import InputLogError
 from engine import Runtime
 
 log = logging.getLogger(__name__)
@@ -33,6 +38,7 @@ class Binding:
     plan: str
     runtime: Runtime
     stream: str  # the stream's name inside the plan
+    journal: PlanJournal | None = None  # the plan's input log and clock, in persistence mode
 
 
 @dataclass
@@ -119,9 +125,18 @@ class Ingress:
         return bindings
 
     def _send(self, bindings: tuple[Binding, ...], rows: list[Row], timestamps: list[int] | int) -> None:
+        logged: list[tuple[PlanJournal, int]] = []
+        refused: InputLogError | None = None
         for binding in bindings:
+            journal = binding.journal
             try:
-                binding.runtime.send(binding.stream, rows, timestamps)
+                if journal is None:
+                    binding.runtime.send(binding.stream, rows, timestamps)
+                else:
+                    logged.append((journal, journal.send(binding.stream, rows, timestamps)))
+            except InputLogError as exc:  # not logged, so not processed: refuse the bundle
+                refused = exc
+                log.error("plan %s refused %s: %s", binding.plan, counted(len(rows), "event"), exc)
             except Exception:
                 replacement = self._redeployed(binding)
                 if replacement is not None:
@@ -134,3 +149,7 @@ class Ingress:
                 log.exception(
                     "plan %s failed on %s of %s", binding.plan, counted(len(rows), "event"), binding.stream
                 )
+        for journal, position in logged:
+            journal.durable(position)
+        if refused is not None:
+            raise refused

@@ -30,11 +30,13 @@ from app.node.http_screen import address_lockout
 from app.node.http_server import WebServer
 from app.node.http_snapshots import snapshots_blueprint
 from app.node.ingress import Ingress
+from app.node.journal import Journals
 from app.node.outputs import OutputHub
 from app.node.plans import PlanManager
 from app.node.receiver import RegistryHandler
 from app.node.snapshots import SnapshotKeeper
 from app.node.web import create_web_app
+from app.persistence.input_log import InputLog
 from app.private_files import private_dir
 from app.registry import Change, Receiver, Registry
 from app.registry.snapshots import RegistrySnapshots
@@ -89,12 +91,25 @@ class Node:
         self.catalog = StreamCatalog(self.registry)
         self.ingress = Ingress()
         self.outputs = OutputHub(config.adapters, stop_timeout=config.adapters.stop_timeout_seconds)
+        self.journals: Journals | None = None
+        persistence = config.persistence
+        if persistence.input_log:
+            self.journals = Journals(
+                lambda: InputLog(
+                    os.path.join(config.data_dir, "input-log"),
+                    persistence.fsync,
+                    interval_ms=persistence.fsync_interval_ms,
+                    max_bytes=persistence.max_log_bytes,
+                )
+            )
         self.snapshots = SnapshotKeeper(
             RegistrySnapshots(self.registry),
             config.node_id,
             config.persistence.keep_snapshots,
             deployed=lambda: self.plans.deployments(),
             discard_state=discard_state,
+            journals=self.journals,
+            max_bytes=persistence.max_snapshot_bytes,
         )
         self.plans = PlanManager(
             self.catalog,
@@ -102,6 +117,7 @@ class Node:
             self.outputs,
             restore=self.snapshots.restore,
             retire=self.snapshots.farewell,
+            journals=self.journals,
         )
         self.credentials = Credentials(self.registry.verify_user, throttle=login_throttle(config.login))
         self.thrift: DataBridgeServer | None = None
@@ -283,6 +299,7 @@ class Node:
             "received": stats.received,
             "plans": plans,
             "adapters": adapters,
+            "input_log_bytes": {} if self.journals is None else self.journals.sizes(),
         }
 
     # ---- stop -------------------------------------------------------------------------------------
@@ -309,6 +326,8 @@ class Node:
             self.plans.quiesce()  # no event, timer or export between plans changes the state now
             self.snapshots.take_all()
         self.plans.stop()
+        if self.journals is not None:
+            self.journals.close()
         log.info("plans stopped")
         started = time.monotonic()
         self.outputs.stop()

@@ -11,6 +11,7 @@ are expanded here, in memory, from the node's environment (the registry keeps th
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -20,9 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters.output import AdapterStats, AdapterStopped, OutputAdapter, build_adapter
+from adapters.output.base import Origin
 from adapters.output.throttle import Throttle
 from adapters.wording import counted
 from app.config import Adapters as AdapterDefaults
+from app.node.journal import Provenance as Where
 from app.registry import DataSource, Formatter
 from app.registry import OutputAdapter as AdapterEntry
 from engine.errors import CEPError
@@ -31,6 +34,20 @@ from formatters import WSO2EventFormatter, build_formatter
 from formatters.base import Formatter as FormatterImpl
 
 log = logging.getLogger(__name__)
+
+Provenance = tuple[str, Where]  # (plan, where in its input log the records come from)
+MAX_SOURCE = 200
+
+
+def origin_source(plan: str, stream_id: str, formatter: str) -> str:
+    """The `Origin.source` of one plan's records on one route: at most `MAX_SOURCE` characters."""
+    source = f"{plan}/{stream_id}/{formatter}"
+    if len(source) <= MAX_SOURCE:
+        return source
+    return (
+        source[: MAX_SOURCE - 65] + "#" + hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
+    )
+
 
 _BUFFERED = {
     "rdbms": ("buffer_events", "batch_events", "retry_initial_ms", "retry_max_ms"),
@@ -210,16 +227,18 @@ class OutputHub:
     def has_routes(self, stream_id: str) -> bool:
         return stream_id in self._routes
 
-    def emit(self, stream_id: str, events: list[Event]) -> None:
-        """Format and enqueue `events` for every route of `stream_id` (non-blocking)."""
+    def emit(self, stream_id: str, events: list[Event], provenance: Provenance | None = None) -> None:
+        """Format and enqueue `events` for every route of `stream_id` (non-blocking).
+        `provenance` — (plan, where in its input log): the records get `Origin`s, one source
+        per plan, stream and formatter, so an adapter can skip what it delivered before a replay."""
         for route in self._routes.get(stream_id, ()):
             try:
-                self._deliver(route, events)
+                self._deliver(route, stream_id, events, provenance)
             except AdapterStopped:
                 # reconfigured while these events were on their way: the new adapter takes them
                 replacement = self._current(stream_id, route.formatter)
                 if replacement is not None:
-                    self._deliver(replacement, events)
+                    self._deliver(replacement, stream_id, events, provenance)
             except CEPError as exc:
                 allowed, held = self._error_log.allow()
                 if allowed:
@@ -232,8 +251,18 @@ class OutputHub:
                         f" ({held} similar errors not shown)" if held else "",
                     )
 
-    def _deliver(self, route: Route, events: list[Event]) -> None:
-        route.adapter.publish(route.format(events))
+    def _deliver(
+        self, route: Route, stream_id: str, events: list[Event], provenance: Provenance | None
+    ) -> None:
+        records = route.format(events)
+        if provenance is None or len(records) != len(events):
+            route.adapter.publish(records)
+            return
+        plan, where = provenance
+        source = origin_source(plan, stream_id, route.formatter)
+        log_id, position, first = where.log_id, where.position, where.index
+        origins = [Origin(source, log_id, position, first + i) for i in range(len(records))]
+        route.adapter.publish(records, origins=origins)
 
     def _current(self, stream_id: str, formatter: str) -> Route | None:
         for route in self._routes.get(stream_id, ()):

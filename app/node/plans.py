@@ -9,6 +9,11 @@ running here (undeployed, disabled, or replaced by a text that fails) leaves a l
 (`retire`). A plan that fails to deploy is reported
 with the reason and the others are unaffected. One clock thread fires the timers of every
 plan (time windows, triggers, pattern `within`); sends fire due timers too.
+
+With an input log (`journals`), a persistence-mode plan runs through its `PlanJournal`: its
+input and timer firings are logged before they are processed, on a logged clock, and a plan
+deployed anew replays the log after the snapshot it was restored from (`recover`), so it
+carries on exactly where the last process stopped. Its outputs carry their provenance.
 """
 
 from __future__ import annotations
@@ -20,11 +25,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import engine
+from adapters.output.throttle import Throttle
 from app.node.catalog import StreamCatalog
 from app.node.errors import UnknownPlan
 from app.node.ingress import Binding, Ingress, Row, wall_ms
+from app.node.journal import Journals, PlanJournal
 from app.node.outputs import OutputHub
-from app.node.snapshots import describe, persistent
+from app.node.snapshots import Restored, describe, persistent
 from app.registry import ExecutionPlan
 from app.registry.plans import StreamBinding, stream_bindings
 from engine import Runtime
@@ -42,6 +49,7 @@ class Deployed:
     runtime: Runtime
     bindings: list[StreamBinding]
     fingerprint: str
+    journal: PlanJournal | None = None
 
     @property
     def imports(self) -> list[StreamBinding]:
@@ -65,22 +73,25 @@ class PlanManager:
         catalog: StreamCatalog,
         ingress: Ingress,
         outputs: OutputHub,
-        compile_plan: Callable[[str], Runtime] | None = None,
-        restore: Callable[[ExecutionPlan, Runtime], object] | None = None,
+        compile_plan: Callable[[str, Callable[[], int] | None], Runtime] | None = None,
+        restore: Callable[[ExecutionPlan, Runtime], Restored] | None = None,
         retire: Callable[[ExecutionPlan, Runtime], object] | None = None,
+        journals: Journals | None = None,
     ) -> None:
         self._catalog = catalog
         self._ingress = ingress
         self._outputs = outputs
-        self._compile = compile_plan or (lambda text: engine.compile(text, clock="wall"))
+        self._compile = compile_plan or _compile_on_wall_clock
         self._restore = restore
         self._retire = retire
+        self.journals = journals
         self._lock = threading.Lock()
         self._deployed: dict[str, Deployed] = {}
         self._status: dict[str, PlanStatus] = {}
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._clock_thread: threading.Thread | None = None
+        self._timer_errors = Throttle(10.0)
 
     # ---- deployment ----------------------------------------------------------------------
 
@@ -128,8 +139,11 @@ class PlanManager:
                     continue
                 if current is not None:
                     handed.append((current, fresh))
-                elif self._restore is not None and persistent(plan):
-                    self._restore_into(plan, fresh.runtime)
+                else:
+                    if fresh.journal is not None:
+                        fresh.journal.runtime = fresh.runtime
+                    if self._restore is not None and persistent(plan):
+                        self._restore_into(plan, fresh)
                 deployed[name] = fresh
                 fresh_names.add(name)
                 status[name] = PlanStatus(name, "running")
@@ -171,6 +185,8 @@ class PlanManager:
         name = fresh.plan.name
 
         def switch() -> None:
+            if fresh.journal is not None:
+                fresh.journal.runtime = fresh.runtime
             self._deployed = {**self._deployed, name: fresh}
             self._ingress.set_routes(self._routes(self._deployed))
 
@@ -183,12 +199,30 @@ class PlanManager:
             return
         log.info("plan %s carried its state over: %s", name, describe(report))
 
-    def _restore_into(self, plan: ExecutionPlan, runtime: Runtime) -> None:
+    def _restore_into(self, plan: ExecutionPlan, fresh: Deployed) -> None:
+        """Restore the plan's newest snapshot, then replay its input log after it."""
         assert self._restore is not None
         try:
-            self._restore(plan, runtime)
+            restored = self._restore(plan, fresh.runtime)
         except Exception:  # a snapshot must never keep a plan from running
             log.exception("plan %s starts with empty state: restoring its snapshot failed", plan.name)
+            return
+        journal = fresh.journal
+        if journal is None or not restored.known:
+            return  # without knowing the snapshots, the log is left as it is for a later deploy
+        if restored.discarded:
+            journal.reset()
+            return
+        meta = restored.meta
+        try:
+            if meta is None:
+                journal.recover(None, None)
+            else:
+                journal.recover(meta.input_log, meta.input_position)
+        except Exception:  # an unreadable log must not keep the plan from running either
+            log.exception(
+                "plan %s: its input log cannot be replayed; it runs on from its snapshot", plan.name
+            )
 
     def _fingerprint(self, plan: ExecutionPlan, bindings: list[StreamBinding]) -> str:
         """The plan's text and the definitions of the streams it binds: what a redeploy follows."""
@@ -199,17 +233,21 @@ class PlanManager:
         return digest.hexdigest()
 
     def _deploy(self, plan: ExecutionPlan, bindings: list[StreamBinding], fingerprint: str) -> Deployed:
-        runtime = self._compile(plan.text)  # a text that does not parse fails here, with positions
+        journal = None
+        if self.journals is not None and persistent(plan):
+            journal = self.journals.of(plan.name)
+        # a text that does not parse fails here, with positions
+        runtime = self._compile(plan.text, None if journal is None else journal.clock)
         try:
             for binding in bindings:
                 self._check_binding(runtime, binding)
             for binding in bindings:
                 if binding.direction == "export":
-                    runtime.subscribe(binding.stream, self._exporter(plan.name, binding.stream_id))
+                    runtime.subscribe(binding.stream, self._exporter(plan.name, binding.stream_id, journal))
         except BaseException:
             runtime.shutdown()
             raise
-        return Deployed(plan, runtime, bindings, fingerprint)
+        return Deployed(plan, runtime, bindings, fingerprint, journal)
 
     def _check_binding(self, runtime: Runtime, binding: StreamBinding) -> None:
         known = self._catalog.get(binding.stream_id)
@@ -222,11 +260,18 @@ class PlanManager:
             msg = f"stream {binding.stream} does not match the definition of {binding.stream_id} ({shown})"
             raise _BindingError(msg)
 
-    def _exporter(self, plan: str, stream_id: str) -> Callable[[list[Event]], None]:
+    def _exporter(
+        self, plan: str, stream_id: str, journal: PlanJournal | None
+    ) -> Callable[[list[Event]], None]:
         outputs, ingress = self._outputs, self._ingress
 
         def export(events: list[Event]) -> None:
-            outputs.emit(stream_id, events)
+            if journal is None:
+                outputs.emit(stream_id, events)
+            else:
+                outputs.emit(stream_id, events, (plan, journal.origin(stream_id, len(events))))
+                if journal.replaying:
+                    return  # the plans importing it logged what they got from the run replayed
             if ingress.routes().get(stream_id):
                 rows: list[Row] = [tuple(e.data) for e in events]
                 ingress.forward(stream_id, rows, [e.timestamp for e in events], source=plan)
@@ -237,7 +282,9 @@ class PlanManager:
         routes: dict[str, list[Binding]] = {}
         for name, d in deployed.items():
             for b in d.imports:
-                routes.setdefault(b.stream_id, []).append(Binding(b.stream_id, name, d.runtime, b.stream))
+                routes.setdefault(b.stream_id, []).append(
+                    Binding(b.stream_id, name, d.runtime, b.stream, d.journal)
+                )
         return {sid: tuple(bs) for sid, bs in routes.items()}
 
     def replace_state(self, name: str, blob: bytes) -> engine.RestoreReport:
@@ -258,6 +305,9 @@ class PlanManager:
             except BaseException:
                 fresh.runtime.shutdown()
                 raise
+            if fresh.journal is not None:
+                with fresh.journal.lock:
+                    fresh.journal.runtime = fresh.runtime
             self._deployed = {**self._deployed, name: fresh}
             self._ingress.set_routes(self._routes(self._deployed))
         current.runtime.shutdown()
@@ -283,6 +333,10 @@ class PlanManager:
     def deployments(self) -> list[tuple[ExecutionPlan, Runtime]]:
         return [(d.plan, d.runtime) for d in self._deployed.values()]
 
+    def journal(self, name: str) -> PlanJournal | None:
+        d = self._deployed.get(name)
+        return None if d is None else d.journal
+
     # ---- the clock ---------------------------------------------------------------------------
 
     def start_clock(self) -> None:
@@ -294,9 +348,15 @@ class PlanManager:
             due: list[int] = []
             for d in list(self._deployed.values()):
                 try:
-                    nxt = d.runtime.tick()
+                    nxt = d.runtime.tick() if d.journal is None else d.journal.tick()
                 except Exception:
-                    log.exception("plan %s failed while firing its timers", d.plan.name)
+                    allowed, held = self._timer_errors.allow()
+                    if allowed:  # a full input log fails every tick: say so every 10 s, not 50 times a second
+                        log.exception(
+                            "plan %s failed while firing its timers%s",
+                            d.plan.name,
+                            f" ({held} similar failures not shown)" if held else "",
+                        )
                     continue
                 if nxt is not None:
                     due.append(nxt)
@@ -327,6 +387,10 @@ class PlanManager:
 
 class _BindingError(Exception):
     pass
+
+
+def _compile_on_wall_clock(text: str, wall_time: Callable[[], int] | None) -> Runtime:
+    return engine.compile(text, clock="wall", wall_time=wall_time)
 
 
 def _bindings(plan: ExecutionPlan) -> list[StreamBinding]:

@@ -14,6 +14,11 @@ discards its snapshots instead (one log line with how many) and the plan starts 
 Restores are partial (`Runtime.restore(partial=True)`): after an edit of the plan, queries
 whose text and schemas are unchanged keep their state, and the others start empty and are
 named in the log. The state is captured under the runtime's lock and encoded outside it.
+
+With an input log (`journals`), a snapshot is captured under the plan's journal lock and
+records the log position it covers; after a snapshot is saved and the old ones pruned, the log
+is truncated behind the oldest snapshot kept (an older one is used when the newer are corrupt,
+and it needs the records after it).
 """
 
 from __future__ import annotations
@@ -24,9 +29,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import engine
+from app.node.journal import Journals
 from app.registry import ExecutionPlan
 from engine import Runtime
 from engine.errors import CEPError
@@ -42,8 +49,23 @@ def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+class SnapshotTooLarge(HAError):
+    """A snapshot over `[persistence] max_snapshot_bytes`: not stored."""
+
+
 def persistent(plan: ExecutionPlan) -> bool:
     return plan.snapshot_interval_minutes > 0
+
+
+@dataclass(frozen=True)
+class Restored:
+    """What `SnapshotKeeper.restore` did: the snapshot restored (None: the plan starts empty);
+    `known` is False when the registry could not say which snapshots there are, `discarded`
+    when `--discard-state` removed them."""
+
+    meta: SnapshotMeta | None = None
+    known: bool = True
+    discarded: bool = False
 
 
 class SnapshotKeeper:
@@ -55,6 +77,8 @@ class SnapshotKeeper:
         deployed: Callable[[], list[tuple[ExecutionPlan, Runtime]]],
         clock: Callable[[], float] = time.monotonic,
         discard_state: bool = False,
+        journals: Journals | None = None,
+        max_bytes: int = 256 * 1024 * 1024,
     ) -> None:
         self._store = store
         self._node = node
@@ -62,6 +86,8 @@ class SnapshotKeeper:
         self._deployed = deployed
         self._clock = clock
         self._discard_state = discard_state
+        self._journals = journals
+        self._max_bytes = max_bytes
         self._discarded: set[str] = set()  # plans whose snapshots --discard-state removed already
         self._unread: set[str] = set()  # plans whose snapshots could not be read: none taken
         self._last: dict[str, float] = {}  # plan -> when its state was last taken or restored
@@ -70,19 +96,19 @@ class SnapshotKeeper:
 
     # ---- restore ---------------------------------------------------------------------------
 
-    def restore(self, plan: ExecutionPlan, runtime: Runtime) -> SnapshotMeta | None:
-        """Load the newest usable snapshot of `plan` into `runtime`; the one used, or None."""
+    def restore(self, plan: ExecutionPlan, runtime: Runtime) -> Restored:
+        """Load the newest usable snapshot of `plan` into `runtime`; which one (or none)."""
         self._last[plan.name] = self._clock()
         if self._discard_state and plan.name not in self._discarded:
             self._discarded.add(plan.name)
             self._discard(plan.name)
-            return None
+            return Restored(discarded=True)
         self._unread.discard(plan.name)
         try:
             candidates = self._store.list(plan.name)
         except Exception as exc:  # the registry is down: start empty rather than not at all
             self._unreadable(plan.name, f"its snapshots cannot be listed ({exc})")
-            return None
+            return Restored(known=False)
         for meta in candidates:
             assert meta.id is not None
             if meta.state_format != engine.STATE_FORMAT:
@@ -101,7 +127,7 @@ class SnapshotKeeper:
                 continue
             except Exception as exc:  # the registry failed: the older ones would be no better
                 self._unreadable(plan.name, f"snapshot {meta.id} cannot be read ({exc})")
-                return None
+                return Restored(known=False)
             try:
                 report = runtime.restore(blob, partial=True)  # all or nothing
             except CEPError as exc:
@@ -119,12 +145,12 @@ class SnapshotKeeper:
                 edited,
                 describe(report),
             )
-            return meta
+            return Restored(meta)
         if candidates:
             log.warning(
                 "plan %s starts with empty state: none of its %d snapshots loads", plan.name, len(candidates)
             )
-        return None
+        return Restored()
 
     def _unreadable(self, plan: str, why: str) -> None:
         """Start empty, and take no snapshot of the plan until it is deployed again: a new one
@@ -159,20 +185,36 @@ class SnapshotKeeper:
     def take(self, plan: ExecutionPlan, runtime: Runtime) -> SnapshotMeta:
         """Snapshot `plan` now, store it and prune the oldest beyond `keep`."""
         started = self._clock()
-        blob = runtime.capture().encode()
+        journal = None if self._journals is None else self._journals.get(plan.name)
+        log_id: str | None = None
+        position: int | None = None
+        if journal is not None and journal.runtime is runtime:
+            capture, log_id, position = journal.capture()
+        else:
+            capture = runtime.capture()
+        blob = capture.encode()
+        if len(blob) > self._max_bytes:
+            msg = (
+                f"a snapshot of {len(blob):,} bytes is over persistence.max_snapshot_bytes "
+                f"({self._max_bytes:,}); not stored, the older ones are kept"
+            )
+            raise SnapshotTooLarge(msg)
         meta = SnapshotMeta.describe(
             blob,
             plan=plan.name,
             text_sha256=text_sha256(plan.text),
             state_format=engine.STATE_FORMAT,
-            input_position=None,
+            input_position=position,
             created_at=datetime.now(UTC),
             node=self._node,
+            input_log=log_id,
         )
         snapshot_id = self._store.save(meta, blob)
         try:
             self._store.prune(plan.name, self._keep)
-        except Exception as exc:  # the snapshot is saved; the older ones go next time
+            if log_id is not None:
+                self._truncate(plan.name, log_id)
+        except Exception as exc:  # the snapshot is saved; the older ones (and their log) go next time
             log.warning(
                 "plan %s: snapshot %d saved, but older ones not pruned: %s", plan.name, snapshot_id, exc
             )
@@ -185,6 +227,14 @@ class SnapshotKeeper:
             (self._clock() - started) * 1000,
         )
         return dataclasses.replace(meta, id=snapshot_id)
+
+    def _truncate(self, plan: str, log_id: str) -> None:
+        """Drop the log records every kept snapshot of this log covers."""
+        assert self._journals is not None
+        covered = [m.input_position for m in self._store.list(plan) if m.input_log == log_id]
+        upto = min((p for p in covered if p is not None), default=None)
+        if upto is not None:
+            self._journals.truncate(plan, log_id, upto)
 
     def take_all(self) -> None:
         """A final snapshot of every persistence-mode plan (graceful stop); failures are logged."""

@@ -1,8 +1,9 @@
 """The local input log: per plan, an append-only sequence of positioned records.
 
-Meant for this (not wired into the node yet): before a receiver acknowledges a bundle for a
-persistence-mode plan, the node appends it here; a snapshot records the position it covers;
-restore replays `read(plan, after=position)`. Layout:
+Before a receiver acknowledges a bundle for a persistence-mode plan, the node appends it here
+(`app.node.journal`); a snapshot records the log's id and the position it covers; restore
+replays `read(plan, after=position)`; pruned snapshots `truncate` the log behind the oldest
+kept one. Each plan's log has an id (file `id`), new when the log is made or `reset`. Layout:
 `<directory>/<plan, encoded by plan_dirs>/<first position>.log` (directories 0700, files 0600),
 records framed as `segments` says, payloads as `records` says. Positions start at 1 and grow
 by 1 per record; they continue across reopen and `truncate` (the newest segment always stays).
@@ -97,8 +98,11 @@ class InputLog:
             self._flusher = threading.Thread(target=self._flush_loop, name="input-log-fsync", daemon=True)
             self._flusher.start()
 
-    def append(self, plan: str, record: Record) -> int:
-        """Append `record` to `plan`'s log; its position. Raises `InputLogFull` at `max_bytes`."""
+    def append(self, plan: str, record: Record, *, wait: bool = True) -> int:
+        """Append `record` to `plan`'s log; its position. Raises `InputLogFull` at `max_bytes`.
+        Under "always" it returns once the record is on disk, unless `wait` is False: then the
+        caller calls `durable` before it relies on the record (outside its own locks, so that
+        appends from other threads share the flush)."""
         try:
             data = segments.frame(encode(record))
         except ValueError as exc:
@@ -117,9 +121,46 @@ class InputLog:
             if used and used + len(data) > self.segment_bytes:
                 plan_log.roll()
             position = plan_log.write(data)
-        if self.policy is FsyncPolicy.ALWAYS:
+        if wait and self.policy is FsyncPolicy.ALWAYS:
             plan_log.sync(position, undo_on_failure=True)
         return position
+
+    def durable(self, plan: str, position: int) -> None:
+        """Under "always", return once every record of `plan` up to `position` is on disk."""
+        if self.policy is FsyncPolicy.ALWAYS:
+            plan_log = self._plan(plan, create=False)
+            if plan_log is not None:
+                plan_log.sync(position, undo_on_failure=True)
+
+    def log_id(self, plan: str) -> str:
+        """The id of `plan`'s log (created with it): a position means something in one log only."""
+        plan_log = self._plan(plan, create=True)
+        assert plan_log is not None
+        return plan_log.log_id
+
+    def bounds(self, plan: str) -> tuple[int, int]:
+        """(first kept position, last position) of `plan`'s log; (1, 0) when it holds nothing."""
+        plan_log = self._plan(plan, create=True)
+        assert plan_log is not None
+        with plan_log.lock:
+            self._check_open(plan_log)
+            return plan_log.segments[0][0], plan_log.next - 1
+
+    def reset(self, plan: str) -> str:
+        """Delete `plan`'s records and start a new log (a new id, positions from 1); its id."""
+        with self._lock:
+            plan_log = self._plans.pop(plan, None)
+        if plan_log is None:
+            plan_log = self._plan(plan, create=True)
+            assert plan_log is not None
+            with self._lock:
+                self._plans.pop(plan, None)
+        with plan_log.sync_lock, plan_log.lock:
+            plan_log.remove()
+        fresh = self._plan(plan, create=True)
+        assert fresh is not None
+        log.info("input log of plan '%s' reset: new log %s", plan, fresh.log_id)
+        return fresh.log_id
 
     def read(self, plan: str, after: int = 0) -> Iterator[tuple[int, Record]]:
         """(position, record) of every record of `plan` after position `after`, oldest first,

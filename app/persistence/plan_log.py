@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import uuid
 from pathlib import Path
 
 from app.persistence import segments
@@ -21,6 +22,7 @@ from app.private_files import PRIVATE_FILE
 log = logging.getLogger(__name__)
 
 _OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
+ID_FILE = "id"
 
 
 def fsync_dir(path: Path) -> None:
@@ -46,9 +48,11 @@ class PlanLog:
         self.synced = 0  # the highest position known to be on disk
         self.synced_bytes = 0  # how much of the newest segment is known to be on disk
         self.broken: str | None = None
+        self.log_id = ""
 
     def open(self) -> None:
         """Check every segment, cut a torn tail off the newest; `InputLogCorrupt` for the rest."""
+        self.log_id = self._identity()
         found = sorted(
             (first, path)
             for path in self.directory.iterdir()
@@ -74,6 +78,36 @@ class PlanLog:
         self.size = sum(s[2] for s in self.segments)
         self.synced_bytes = self.segments[-1][2]
         self.fd = os.open(self.segments[-1][1], _OPEN_FLAGS)
+
+    def _identity(self) -> str:
+        """The log's id (file `id`): positions count in one log, so a snapshot names the log
+        its position belongs to. Made when the log is made, or reset."""
+        path = self.directory / ID_FILE
+        try:
+            found = path.read_text("ascii").strip()
+        except FileNotFoundError:
+            found = ""
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputLogCorrupt(str(path), 0, f"unreadable log id ({exc})") from None
+        if found:
+            return found
+        made = uuid.uuid4().hex
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, PRIVATE_FILE)
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write(made)
+            f.flush()
+            os.fsync(f.fileno())
+        fsync_dir(self.directory)
+        return made
+
+    def remove(self) -> None:
+        """Delete every segment and the id (closed first): `open` then starts a new log at 1."""
+        self.close(flush=False)
+        self.broken = "it was reset"
+        for path in self.directory.iterdir():
+            if path.name == ID_FILE or segments.segment_first(path.name) is not None:
+                path.unlink()
+        fsync_dir(self.directory)
 
     def _cut(self, path: Path, position: int, end: int, why: str) -> None:
         size = path.stat().st_size

@@ -5,7 +5,7 @@ in Python and adds a 42-byte header and a SHA-256 per blob, while a bundle here 
 flat cells appended on a receiver's thread. No pickle: decoding never runs code. Little-endian:
 
     Tick:   kind=2 (B), time_ms (q)
-    Events: kind=1 (B), stream bytes, events, cells, ints, floats, strings (6 x I),
+    Events: kind=1 (B), at (q), stream bytes, events, cells, ints, floats, strings (6 x I),
             stream (UTF-8), timestamps (events x q), row lengths (events x I),
             cell tags (cells x B), ints (q each), floats (d each),
             string lengths in code points (I each), the strings joined (UTF-8, surrogatepass)
@@ -28,7 +28,7 @@ EVENTS = 1
 TICK = 2
 
 _NONE, _TRUE, _FALSE, _INT, _FLOAT, _STR, _BIGINT = range(7)
-_HEAD = struct.Struct("<B6I")
+_HEAD = struct.Struct("<Bq6I")
 _TICK = struct.Struct("<Bq")
 _SWAP = sys.byteorder == "big"
 _INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
@@ -44,11 +44,13 @@ class RecordError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Events:
-    """One bundle a receiver acknowledged: `rows[i]` arrived at `timestamps[i]` (ms)."""
+    """One bundle a receiver acknowledged: `rows[i]` stamped `timestamps[i]` (ms), processed
+    when the plan's clock read `at` (ms)."""
 
     stream: str
     timestamps: list[int]
     rows: list[tuple[Value, ...]]
+    at: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +119,7 @@ def encode(record: Record) -> bytes:
                 msg = f"stream {record.stream}: cannot log a value of type {t.__name__}"
                 raise ValueError(msg)
     stream = record.stream.encode("utf-8", "surrogatepass")
-    head = _HEAD.pack(EVENTS, len(stream), len(rows), len(tags), len(ints), len(floats), len(strs))
+    head = _HEAD.pack(EVENTS, record.at, len(stream), len(rows), len(tags), len(ints), len(floats), len(strs))
     text = "".join(strs).encode("utf-8", "surrogatepass")
     return b"".join(
         (
@@ -153,7 +155,7 @@ def _decode(buf: memoryview) -> Record:
     if kind != EVENTS:
         msg = f"unknown record kind {kind} (written by a newer Cepheus?)"
         raise RecordError(msg)
-    _, n_stream, n_events, n_cells, n_ints, n_floats, n_strs = _HEAD.unpack_from(buf)
+    _, at, n_stream, n_events, n_cells, n_ints, n_floats, n_strs = _HEAD.unpack_from(buf)
     pos = _HEAD.size
     parts = []
     for size in (n_stream, 8 * n_events, 4 * n_events, n_cells, 8 * n_ints, 8 * n_floats, 4 * n_strs):
@@ -195,4 +197,4 @@ def _decode(buf: memoryview) -> Record:
         for width in lengths:
             rows.append(tuple(cells[start : start + width]))
             start += width
-    return Events(stream, timestamps, rows)
+    return Events(stream, timestamps, rows, at)

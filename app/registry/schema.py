@@ -190,6 +190,7 @@ snapshots = sa.Table(
     sa.Column("created_at", utc_datetime(), nullable=False),
     sa.Column("node", name_type(), nullable=False),
     sa.Column("data", large_binary(), nullable=False),
+    sa.Column("input_log", sa.String(64), nullable=True),  # the log input_position counts in (0003)
     sa.Index(None, "plan", "id"),
     **MYSQL_TABLE_ARGS,
 )

@@ -159,6 +159,7 @@ def _meta(row: Any) -> SnapshotMeta:
         text_sha256=row["text_sha256"],
         state_format=int(row["state_format"]),
         input_position=None if row["input_position"] is None else int(row["input_position"]),
+        input_log=row["input_log"],
         size=int(row["size"]),
         checksum=row["checksum"],
         created_at=row["created_at"].replace(tzinfo=UTC),

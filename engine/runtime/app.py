@@ -229,8 +229,14 @@ class Runtime:
         `partial=True` the parts that fit are restored with their timers, the others keep
         what they have (nothing, in a just-compiled runtime) and start with the restored
         clock (`fresh`), and parts of the snapshot that no longer fit are reported
-        (`unfit`). Returns what went where."""
-        clock, saved = captures.read(blob, self.name)
+        (`unfit`). Returns what went where. A snapshot of a plan of another name is refused,
+        unless `partial`: parts are matched by key and checked by text and schema, so a
+        plan renamed (`@app:name`) keeps the state of its unchanged parts."""
+        with GcPause():  # a restore makes millions of acyclic objects: collecting midway frees nothing
+            return self._restore(blob, partial)
+
+    def _restore(self, blob: bytes, partial: bool) -> RestoreReport:
+        clock, saved = captures.read(blob, None if partial else self.name)
         chosen, report = captures.match(self._parts, saved, partial)
         with self._lock:
             before = self.capture()

@@ -74,9 +74,9 @@ class Capture:
 _ENTRY = ("label", "text", "inputs", "output", "shape", "state", "timers")
 
 
-def read(blob: bytes, plan: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+def read(blob: bytes, plan: str | None) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """The clock (with the timers no part owns) and the parts of a blob; StateError if it
-    is not a whole snapshot."""
+    is not a whole snapshot (or, given `plan`, one of another plan)."""
     tree = state_codec.decode(blob, plan)
     whole = (
         isinstance(tree, dict)

@@ -177,7 +177,7 @@ class NodeProcess:
         """Start the server; `env` adds variables to its environment (`${VAR}` in the registry),
         `args` options to `cepheus server`."""
         env = {**os.environ, "CEPHEUS_ADMIN_PASSWORD": ADMIN_PASSWORD, **(env or {})}
-        with self.log_path.open("wb") as log:
+        with self.log_path.open("ab") as log:  # a restart adds to the log of the runs before
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "app.cli", "server", "--config", str(self.config_path), *args],
                 stdout=log,
@@ -212,6 +212,12 @@ class NodeProcess:
             self.process.kill()
             self.process.wait()
             raise
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash: no snapshot, no flush, nothing of a graceful stop."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
 
     def log(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""

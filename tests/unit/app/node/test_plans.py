@@ -19,6 +19,7 @@ from app.node.catalog import StreamCatalog
 from app.node.ingress import Ingress
 from app.node.outputs import OutputHub
 from app.node.plans import PlanManager, PlanStatus
+from app.node.snapshots import Restored
 from app.registry import (
     Attribute,
     DataSource,
@@ -346,9 +347,9 @@ define stream Counts (n long);
 def test_events_flowing_during_a_redeploy_all_reach_the_kept_state(tmp_path: Path) -> None:
     m = Manager(tmp_path)
 
-    def slow_compile(text: str) -> engine.Runtime:
+    def slow_compile(text: str, wall_time: Callable[[], int] | None) -> engine.Runtime:
         time.sleep(0.05)  # a plan that takes a while to compile widens the window a loss would need
-        return engine.compile(text, clock="wall")
+        return engine.compile(text, clock="wall", wall_time=wall_time)
 
     m.plans = PlanManager(m.catalog, m.ingress, m.outputs, compile_plan=slow_compile)
     try:
@@ -390,7 +391,7 @@ def test_a_failing_restore_hook_never_keeps_a_plan_from_running(
 ) -> None:
     m = Manager(tmp_path)
 
-    def broken(plan: ExecutionPlan, runtime: engine.Runtime) -> None:
+    def broken(plan: ExecutionPlan, runtime: engine.Runtime) -> Restored:
         raise RuntimeError("registry went away")
 
     m.plans = PlanManager(m.catalog, m.ingress, m.outputs, restore=broken)

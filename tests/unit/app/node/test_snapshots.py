@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 import engine
 from app.node.plans import PlanManager
-from app.node.snapshots import SnapshotKeeper
+from app.node.snapshots import Restored, SnapshotKeeper, SnapshotTooLarge
 from app.registry import ExecutionPlan, Registry, schema
 from app.registry.snapshots import RegistrySnapshots
 from engine import Runtime
@@ -64,7 +64,7 @@ def test_a_restored_plan_carries_on_where_the_snapshot_left_it(store: RegistrySn
     first.send("In", [(1,), (2,)], timestamps=1000)
     keeper(store, [], Clock()).take(plan(), first)
     second, out = runtime()
-    meta = keeper(store, [], Clock()).restore(plan(), second)
+    meta = keeper(store, [], Clock()).restore(plan(), second).meta
     assert meta is not None and meta.node == "node-a"
     second.send("In", [(3,)], timestamps=2000)
     second.send("In", [(4,)], timestamps=2001)
@@ -85,7 +85,7 @@ def test_a_corrupt_newest_snapshot_is_skipped_for_the_one_before(
         )
     fresh, out = runtime()
     with caplog.at_level(logging.WARNING):
-        used = keeper(store, [], Clock()).restore(plan(), fresh)
+        used = keeper(store, [], Clock()).restore(plan(), fresh).meta
     assert used is not None and used.id == older.id
     assert any(f"snapshot {newer.id} skipped" in r.getMessage() for r in caplog.records)
     fresh.send("In", [(10,)], timestamps=2000)
@@ -94,7 +94,7 @@ def test_a_corrupt_newest_snapshot_is_skipped_for_the_one_before(
 
 def test_no_usable_snapshot_is_an_empty_start_not_a_failure(store: RegistrySnapshots) -> None:
     rt, out = runtime()
-    assert keeper(store, [], Clock()).restore(plan(), rt) is None
+    assert keeper(store, [], Clock()).restore(plan(), rt) == Restored()
     rt.send("In", [(7,)], timestamps=1000)
     assert out == [7]
 
@@ -143,14 +143,14 @@ def test_discard_state_starts_the_plan_empty_and_removes_its_snapshots_once(
     clean = SnapshotKeeper(store, "node-a", keep=2, deployed=list, clock=Clock(), discard_state=True)
     fresh, out = runtime()
     with caplog.at_level(logging.INFO):
-        assert clean.restore(plan(), fresh) is None
+        assert clean.restore(plan(), fresh) == Restored(discarded=True)
     assert store.list("sums") == []
     assert "plan sums starts with empty state (--discard-state): 2 snapshot(s) discarded" in caplog.messages
     fresh.send("In", [(3,)], timestamps=2000)
     assert out == [3]
     clean.take(plan(), fresh)  # taken while this node runs: a later redeploy restores it
     again, _ = runtime()
-    assert clean.restore(plan(), again) is not None
+    assert clean.restore(plan(), again).meta is not None
 
 
 class FailingLoads:
@@ -178,7 +178,7 @@ def test_an_unreadable_registry_means_an_empty_start_and_no_snapshot_over_the_go
         FailingLoads(store), "node-a", keep=1, deployed=lambda: [(plan(), fresh)], clock=clock
     )  # type: ignore[arg-type]
     with caplog.at_level(logging.ERROR):
-        assert failing.restore(plan(), fresh) is None
+        assert failing.restore(plan(), fresh) == Restored(known=False)
     assert "no snapshot of it is taken until it is redeployed" in caplog.text
     clock.now += 3600
     assert failing.due() == []
@@ -212,3 +212,20 @@ def test_a_plan_disabled_and_enabled_again_carries_on_from_where_it_stopped(tmp_
         assert counts == [[(3,)]]
     finally:
         m.close()
+
+
+def test_a_snapshot_over_the_size_limit_is_not_stored_and_the_older_ones_stay(
+    store: RegistrySnapshots, caplog: pytest.LogCaptureFixture
+) -> None:
+    rt, _ = runtime()
+    rt.send("In", [(1,)], timestamps=1000)
+    small = keeper(store, [], Clock()).take(plan(), rt)
+    capped = SnapshotKeeper(
+        store, "node-a", keep=1, deployed=lambda: [(plan(), rt)], max_bytes=small.size - 1
+    )
+    with pytest.raises(SnapshotTooLarge, match="over persistence.max_snapshot_bytes"):
+        capped.take(plan(), rt)
+    with caplog.at_level(logging.ERROR):
+        capped.take_all()
+    assert "not stored, the older ones are kept" in caplog.text
+    assert [m.id for m in store.list("sums")] == [small.id]

@@ -216,7 +216,7 @@ def test_files_are_0600_and_directories_0700(tmp_path) -> None:
         os.umask(old)
     files = [p for p in root.rglob("*") if p.is_file()]
     dirs = [root, *(p for p in root.rglob("*") if p.is_dir())]
-    assert len(files) == 4 and len(dirs) == 3
+    assert len(files) == 6 and len(dirs) == 3  # 3 segments, 2 log ids, 1 long plan name
     assert {stat.S_IMODE(p.stat().st_mode) for p in files} == {0o600}
     assert {stat.S_IMODE(p.stat().st_mode) for p in dirs} == {0o700}
 
@@ -363,3 +363,35 @@ def test_failed_background_flush_is_logged_and_refuses_appends(tmp_path, monkeyp
 
 def _fail(fd: int) -> None:
     raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+
+def test_a_log_keeps_its_id_across_reopen_and_a_reset_starts_a_new_one(tmp_path) -> None:
+    with InputLog(tmp_path, "off") as log:
+        assert log.bounds("p") == (1, 0)
+        first_id = log.log_id("p")
+        log.append("p", Tick(1))
+        log.append("p", Tick(2))
+    with InputLog(tmp_path, "off") as log:
+        assert log.log_id("p") == first_id
+        assert log.bounds("p") == (1, 2)
+        assert log.reset("p") != first_id
+        assert log.bounds("p") == (1, 0)
+        assert list(log.read("p")) == []
+        assert log.append("p", Tick(3)) == 1
+        reset_id = log.log_id("p")
+    with InputLog(tmp_path, "off") as log:
+        assert log.log_id("p") == reset_id
+        assert list(log.read("p")) == [(1, Tick(3))]
+
+
+def test_under_always_an_append_that_does_not_wait_is_made_durable_by_durable(tmp_path) -> None:
+    with InputLog(tmp_path, "always") as log:
+        position = log.append("p", Tick(1), wait=False)
+        log.durable("p", position)
+        assert log._plans["p"].synced == position
+
+
+def test_events_keep_the_time_they_were_processed_at(tmp_path) -> None:
+    with InputLog(tmp_path, "off") as log:
+        log.append("p", Events("S", [5], [(1, "a")], at=1234))
+        assert list(log.read("p")) == [(1, Events("S", [5], [(1, "a")], at=1234))]

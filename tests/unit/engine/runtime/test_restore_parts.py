@@ -178,6 +178,8 @@ def test_corrupt_truncated_and_foreign_snapshots_are_refused_clearly() -> None:
     other = engine.compile(PLAN.replace("'Shop'", "'Bakery'"), start_time=1000)
     with pytest.raises(engine.StateError, match="taken from plan 'Shop', not 'Bakery'"):
         other.restore(blob)
+    renamed = other.restore(blob, partial=True)  # a rename alone keeps every part's state
+    assert renamed.kept and not renamed.fresh and not renamed.unfit
     old = blob[:4] + (1).to_bytes(2, "little") + blob[6:]
     with pytest.raises(
         engine.StateError, match=f"format version 1 is not supported .*reads {engine.STATE_FORMAT}"

@@ -1,0 +1,149 @@
+"""The plan journal: a snapshot plus a replay of the input log after it gives exactly the
+outputs of a run that never stopped, whatever the wall clock reads during the replay."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import engine
+from app.node.journal import PlanJournal
+from app.persistence.input_log import InputLog
+
+PLAN = """
+define stream In (k string, v long);
+define stream Sums (total long);
+define stream Batches (n long);
+define stream Rises (first long, second long);
+@info(name='sliding') from In#window.time(1 sec) select sum(v) as total insert into Sums;
+@info(name='batches') from In#window.timeBatch(500 millisec) select count() as n insert into Batches;
+@info(name='rises')
+from every e1=In -> e2=In[v > e1.v] within 700 millisec
+select e1.v as first, e2.v as second insert into Rises;
+"""
+
+# (wall clock ms, value to send, or None for a clock tick)
+OPS: list[tuple[int, int | None]] = [
+    (1_000, 5), (1_100, 7), (1_250, None), (1_400, 3), (1_600, None), (1_700, 9), (2_050, None),
+    (2_100, 2), (2_300, 4), (2_700, None), (2_900, 8), (3_400, None), (3_500, 1), (4_200, None),
+    (4_300, 6), (4_800, None),
+]  # fmt: skip
+
+
+@dataclass
+class Wall:
+    now: int = 0
+
+    def __call__(self) -> int:
+        return self.now
+
+
+@dataclass
+class Run:
+    """One process: a journal over the log in `directory`, a runtime, and what it emitted."""
+
+    directory: Path
+    wall: Wall = field(default_factory=Wall)
+    out: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.log = InputLog(self.directory, "off")
+        self.journal = PlanJournal("p", self.log, self.wall)
+        self.runtime = engine.compile(PLAN, clock="wall", wall_time=self.journal.clock)
+        for stream in ("Sums", "Batches", "Rises"):
+            self.runtime.subscribe(stream, self._collect(stream))
+        self.journal.runtime = self.runtime
+
+    def _collect(self, stream: str) -> Any:
+        def collect(events: list[engine.Event]) -> None:
+            self.out.extend((stream, tuple(e.data)) for e in events)
+
+        return collect
+
+    def do(self, ops: list[tuple[int, int | None]]) -> None:
+        for wall, value in ops:
+            self.wall.now = wall
+            if value is None:
+                self.journal.tick()
+            else:
+                self.journal.send("In", [("k", value)], wall)
+
+
+def test_a_snapshot_and_the_log_after_it_give_the_uninterrupted_outputs(tmp_path: Path) -> None:
+    whole = Run(tmp_path / "whole")
+    whole.do(OPS)
+    assert {s for s, _ in whole.out} == {"Sums", "Batches", "Rises"}  # every operator had a say
+
+    for cut in range(0, len(OPS), 3):
+        for crash in range(cut, len(OPS) + 1, 4):
+            first = Run(tmp_path / f"cut{cut}-{crash}")
+            first.do(OPS[:cut])
+            emitted_before_cut = len(first.out)
+            capture, log_id, position = first.journal.capture()
+            blob = capture.encode()
+            first.do(OPS[cut:crash])  # ... and the process dies here, its log left as it is
+
+            second = Run(first.directory, Wall(OPS[max(crash - 1, 0)][0]))  # restarted at once
+            second.runtime.restore(blob)
+            second.wall.now = 10**12  # the replay must not read the wall clock
+            assert second.journal.recover(log_id, position) == first.journal.position - position
+            second.do(OPS[crash:])
+            assert second.out == whole.out[emitted_before_cut:], f"cut {cut}, crash {crash}"
+
+
+def test_without_a_snapshot_the_whole_log_replays_from_the_plans_first_start(tmp_path: Path) -> None:
+    whole = Run(tmp_path / "whole")
+    whole.do(OPS)
+    first = Run(tmp_path / "log")
+    first.do(OPS[:9])
+    second = Run(tmp_path / "log", Wall(10**12))
+    assert second.journal.clock.now == OPS[0][0]  # the runtime started when the first one did
+    assert second.journal.recover(None, None) == first.journal.position
+    assert second.journal.clock.now == OPS[8][0]
+    second.do(OPS[9:])
+    assert second.out == whole.out
+
+
+def test_a_log_that_cannot_continue_the_restored_state_is_reset(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    first = Run(tmp_path / "log")
+    first.do(OPS[:5])
+    old_id = first.journal.log_id
+    second = Run(tmp_path / "log")
+    assert second.journal.recover("another-nodes-log", 3) == 0
+    assert "its input log does not continue the state restored" in caplog.text
+    assert second.journal.log_id != old_id
+    assert second.log.bounds("p") == (1, 0)
+    second.do(OPS[5:6])
+    assert second.journal.position == 1  # a new log counts from 1
+
+
+def test_a_snapshot_beyond_the_end_of_the_log_resets_it(tmp_path: Path) -> None:
+    first = Run(tmp_path / "log")
+    first.do(OPS[:4])
+    second = Run(tmp_path / "log")
+    assert second.journal.recover(first.journal.log_id, 10) == 0  # the log lost its tail
+    assert second.journal.log_id != first.journal.log_id
+
+
+def test_outputs_carry_where_in_the_log_they_come_from(tmp_path: Path) -> None:
+    run = Run(tmp_path / "log")
+    seen: list[tuple[int, int, int]] = []
+
+    def origin(events: list[engine.Event]) -> None:
+        where = run.journal.origin("Sums", len(events))
+        seen.append((where.position, where.index, len(events)))
+
+    run.runtime.subscribe("Sums", origin)
+    run.do(OPS)
+    assert len(seen) > 3
+    previous = (0, 0, 0)
+    for position, index, n in seen:
+        assert position >= previous[0]
+        assert index == (previous[1] + previous[2] if position == previous[0] else 0)
+        previous = (position, index, n)
+    assert previous[0] <= run.journal.position
