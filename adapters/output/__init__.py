@@ -6,9 +6,11 @@ out = build_adapter("rdbms", "pizzaOut", {"datasource": "pizzaDB", "table": "del
                     datasources={"pizzaDB": "mysql+pymysql://root@127.0.0.1/test"})
 out.start()
 out.publish(rows)            # non-blocking; rows from the map formatter
+out.publish(rows, origins=[Origin("plan/stream/formatter", "log-1", 42, i) for i in range(len(rows))])
+                             # replay protection: rdbms skips what it already wrote
 out.flush(timeout=5.0)       # True once everything published so far is written
 out.stop(timeout=5.0)
-out.stats                    # AdapterStats: published, written, overflow, rejected, ...
+out.stats                    # AdapterStats: published, written, overflow, rejected, skipped, ...
 ```
 
 | type | module | records |
@@ -29,6 +31,8 @@ from adapters.output.base import (
     AdapterStats,
     AdapterStopped,
     Fence,
+    Origin,
+    Origins,
     OutputAdapter,
     RecordError,
 )
@@ -51,6 +55,8 @@ __all__ = [
     "HttpAdapter",
     "LoggerAdapter",
     "MemoryAdapter",
+    "Origin",
+    "Origins",
     "OutputAdapter",
     "RdbmsAdapter",
     "RdbmsSettings",

@@ -1,10 +1,10 @@
-"""The output adapter plug point: `OutputAdapter`, its counters and the HA fencing hook.
+"""The output adapter plug point: `OutputAdapter`, its counters, the HA fencing hook and `Origin`.
 
 An output adapter takes records from a formatter and delivers them to a target (a
 database table, a log, an HTTP endpoint). `publish` only enqueues; a background writer
 delivers, retrying while the target is down. The counters say where every record went:
 
-    published = written + rejected + fenced + abandoned + pending
+    published = written + rejected + fenced + skipped + abandoned + pending
     (overflowed records were never published: `publish` refused them)
 
 Imports only `engine.errors`.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 from engine.errors import AdapterError, ConfigError
 
@@ -22,6 +22,73 @@ Fence = Callable[[Any], object]
 """HA fencing hook: called once per write with the adapter's transaction handle (the
 SQLAlchemy `Connection` of the write transaction for the RDBMS adapter, None for adapters
 without transactions); it raises to abort the write. See `OutputAdapter.publish`."""
+
+
+_BIGINT = 2**63  # positions and indexes are stored as signed 64-bit integers
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where an output record came from: output `index` (0, 1, ...) of those that input-log record
+    `position` of log `log_id` caused on `source` (plan/stream/formatter). Replays regenerate
+    the same origins, so a target that records the last one it wrote can skip what it already has."""
+
+    source: str  # up to 200 characters
+    log_id: str  # up to 64 characters
+    position: int
+    index: int
+
+    MAX_SOURCE = 200
+    MAX_LOG_ID = 64
+
+    def problem(self) -> str | None:
+        """Why a target cannot record this origin, or None when it can."""
+        if not isinstance(self.source, str) or not 0 < len(self.source) <= Origin.MAX_SOURCE:
+            return f"source must be a string of 1 to {Origin.MAX_SOURCE} characters"
+        if self.source.endswith(" "):  # MySQL compares strings ignoring trailing spaces
+            return "source must not end with a space"
+        if not isinstance(self.log_id, str) or not 0 < len(self.log_id) <= Origin.MAX_LOG_ID:
+            return f"log_id must be a string of 1 to {Origin.MAX_LOG_ID} characters"
+        for field in ("position", "index"):
+            value = getattr(self, field)
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < _BIGINT:
+                return f"{field} must be an integer from 0 to 2**63 - 1"
+        return None
+
+    def follows(self, other: Origin | None) -> bool:
+        """Whether a record of this origin is new after `other` was the last one written for its
+        source: another log, or a later (position, index) in the same log."""
+        if other is None or other.log_id != self.log_id:
+            return True
+        return (self.position, self.index) > (other.position, other.index)
+
+
+Origins: TypeAlias = Sequence[Origin | None]
+"""What `publish` takes as `origins`: one `Origin` (or None) per record."""
+
+
+def check_origins(
+    adapter: str, records: Sequence[Any], origins: Origins | None
+) -> list[Origin | None] | None:
+    """`origins` as a list parallel to `records`, or None when there are none; `RecordError` when
+    it is not parallel or an element is not a usable `Origin`."""
+    if origins is None:
+        return None
+    listed = list(origins)
+    if len(listed) != len(records):
+        msg = (
+            f"adapter {adapter}: {len(listed)} origins for {len(records)} records; "
+            "pass one origin (or None) per record"
+        )
+        raise RecordError(msg)
+    for i, origin in enumerate(listed):
+        if origin is None:
+            continue
+        problem = origin.problem() if isinstance(origin, Origin) else f"is a {type(origin).__name__}"
+        if problem is not None:
+            msg = f"adapter {adapter}: origin {i} ({origin!r}): {problem}"
+            raise RecordError(msg)
+    return listed if any(o is not None for o in listed) else None
 
 
 class AdapterConfigError(AdapterError, ConfigError):
@@ -49,9 +116,11 @@ class AdapterStats:
     overflow: int = 0  # refused by publish() because the buffer was full
     rejected: int = 0  # refused by the target for good (bad data); logged
     fenced: int = 0  # discarded because the fence raised (this node may no longer write)
+    skipped: int = 0  # not written: the target already had them (a replay after a restart)
     abandoned: int = 0  # still pending when stop() gave up waiting
     errors: int = 0  # failed write attempts (each retry counts)
-    in_doubt: int = 0  # writes whose commit was interrupted: retried, so possibly written twice
+    in_doubt: int = 0  # records of writes whose commit was interrupted: retried, so possibly
+    # written twice (not those with an origin in a target that records origins: exact)
     pending: int = 0  # in the buffer now
 
     @property
@@ -69,7 +138,9 @@ class OutputAdapter(Protocol):
     def start(self) -> None:
         """Start delivering (a background writer thread for buffered adapters). Idempotent."""
 
-    def publish(self, records: Sequence[Any], fence: Fence | None = None) -> int:
+    def publish(
+        self, records: Sequence[Any], fence: Fence | None = None, origins: Origins | None = None
+    ) -> int:
         """Enqueue `records` in order and return how many were accepted; never blocks on the target.
 
         Records beyond the buffer's free space are refused, counted in `stats.overflow` and
@@ -82,6 +153,16 @@ class OutputAdapter(Protocol):
         If it raises, the write is rolled back and the records are discarded and counted in
         `stats.fenced` (the new notifier re-sends them from its journal). Database errors
         raised by the fence count as the database being down: the write is retried.
+
+        `origins` — replay protection: None, or one `Origin` (or None) per record, parallel
+        to `records` (another length refuses the call with `RecordError`, and so does an
+        origin the target could not record: see `Origin.problem`). Records of one source come
+        in increasing (position, index) order within one log. Adapters that can tell
+        (RDBMS: a `cepheus_delivered` row per source, in the same transaction as the rows)
+        skip records whose origin is not past the last one they wrote for its source,
+        counted in `stats.skipped`; so a replay after a restart, or a retried commit, never
+        writes a record with an origin twice. The others ignore origins and deliver the
+        records again (at-least-once). Records without an origin are always delivered.
         """
         ...
 

@@ -14,7 +14,12 @@ owns the rest:
   the buffer holds;
 * `Refused` (target rejects the data): retry that batch one record at a time, so only the
   bad records are rejected (counted and logged);
-* `FenceRaised`: discard the batch, counted as fenced.
+* `FenceRaised`: discard the batch, counted as fenced;
+* a `_write` that returns a number: that many records of the batch were already in the
+  target (their origins said so) and are counted as skipped, the rest as written.
+
+Each record keeps the `Origin` it was published with; `_write` gets them in a list
+parallel to the batch.
 
 Imports `engine.errors`, `formatters.config` and sibling modules only.
 """
@@ -30,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.output.base import AdapterStats, AdapterStopped, Fence
+from adapters.output.base import AdapterStats, AdapterStopped, Fence, Origin, Origins, check_origins
 from adapters.output.throttle import Throttle
 from adapters.wording import counted
 from engine.errors import AdapterError
@@ -38,7 +43,7 @@ from formatters.config import Settings
 
 log = logging.getLogger(__name__)
 
-_Item = tuple[int, Any, "Fence | None"]  # (sequence number, record, fence)
+_Item = tuple[int, Any, "Fence | None", "Origin | None"]  # (sequence number, record, fence, origin)
 
 
 class RetryLater(AdapterError):
@@ -98,7 +103,9 @@ class BufferedAdapter:
         self._seq = 0  # sequence number of the last accepted record
         self._resolved = 0  # every record up to this number is no longer pending
         self._isolate_through = 0  # records up to this number are written one at a time
-        self._counts = {k: 0 for k in ("published", "written", "overflow", "rejected", "fenced", "abandoned")}
+        self._counts = {
+            k: 0 for k in ("published", "written", "overflow", "rejected", "fenced", "skipped", "abandoned")
+        }
         self._counts.update(errors=0, in_doubt=0)
         self._thread: threading.Thread | None = None
         self._closing = False
@@ -120,7 +127,13 @@ class BufferedAdapter:
     def _open(self) -> None:
         """Connect / prepare the target; raise `RetryLater` while it is unavailable."""
 
-    def _write(self, records: list[Any], fence: Fence | None) -> None:
+    def _write(self, records: list[Any], fence: Fence | None, origins: list[Origin | None]) -> int | None:
+        """Deliver `records` (all published with `fence`; `origins` parallel to them, elements
+        may be None) or raise `RetryLater`, `Refused` or `FenceRaised`.
+
+        Returns how many of them were not written because the target already had them
+        (counted as skipped); None or 0 when all were written.
+        """
         raise NotImplementedError
 
     def _close(self) -> None:
@@ -147,16 +160,24 @@ class BufferedAdapter:
             self._thread = threading.Thread(target=self._run, name=f"adapter-{self.name}", daemon=True)
             self._thread.start()
 
-    def publish(self, records: Sequence[Any], fence: Fence | None = None) -> int:
+    def publish(
+        self, records: Sequence[Any], fence: Fence | None = None, origins: Origins | None = None
+    ) -> int:
+        listed = check_origins(self.name, records, origins)
         self._check(records)
         with self._cond:
             if self._closing:
                 msg = f"adapter {self.name} has been stopped; records can no longer be published"
                 raise AdapterStopped(msg)
             accepted = min(len(records), self.buffering.buffer_events - len(self._buffer))
-            for record in itertools.islice(records, accepted):
-                self._seq += 1
-                self._buffer.append((self._seq, record, fence))
+            if listed is None:
+                for record in itertools.islice(records, accepted):
+                    self._seq += 1
+                    self._buffer.append((self._seq, record, fence, None))
+            else:
+                for record, origin in zip(itertools.islice(records, accepted), listed, strict=False):
+                    self._seq += 1
+                    self._buffer.append((self._seq, record, fence, origin))
             refused = len(records) - accepted
             self._counts["published"] += accepted
             self._counts["overflow"] += refused
@@ -258,11 +279,12 @@ class BufferedAdapter:
                 if self._abort.is_set() or not self._buffer:
                     return
                 batch = self._next_batch()
-            records = [record for _, record, _ in batch]
+            records = [item[1] for item in batch]
+            origins = [item[3] for item in batch]
             try:
                 if not self._opened:
                     self._open_or_retry()
-                self._write(records, batch[0][2])
+                skipped = self._write(records, batch[0][2], origins) or 0
             except RetryLater as exc:
                 failures += 1
                 if self._retry_after(failures, exc):
@@ -275,7 +297,7 @@ class BufferedAdapter:
                     counted(len(batch), "record"),
                     exc,
                 )
-                self._resolve(batch, "fenced")
+                self._resolve(batch, fenced=len(batch))
             except Exception as exc:  # Refused, or a bug in the subclass: isolate the bad records
                 with self._cond:
                     self._counts["errors"] += 1
@@ -289,10 +311,11 @@ class BufferedAdapter:
                         counted(len(batch), "record"),
                     )
                     continue
-                self._resolve(batch, "rejected")
+                self._resolve(batch, rejected=1)
                 self._log_rejected(batch[0], exc)
             else:
-                self._resolve(batch, "written")
+                skipped = min(max(skipped, 0), len(batch))  # whatever a subclass says, the counts add up
+                self._resolve(batch, written=len(batch) - skipped, skipped=skipped)
             if failures:
                 log.info(
                     "adapter %s: %s is back after %s",
@@ -346,12 +369,14 @@ class BufferedAdapter:
                 exc_info=not isinstance(exc, Refused),
             )
 
-    def _resolve(self, batch: list[_Item], outcome: str) -> None:
+    def _resolve(self, batch: list[_Item], **outcomes: int) -> None:
+        """Take `batch` off the buffer, counting its records as `outcomes` say (they add up to it)."""
         with self._cond:
             if not self._buffer or self._buffer[0][0] != batch[0][0]:
                 return  # stop() abandoned the buffer meanwhile; those records are counted there
             for _ in batch:
                 self._buffer.popleft()
-            self._counts[outcome] += len(batch)
+            for outcome, n in outcomes.items():
+                self._counts[outcome] += n
             self._resolved = batch[-1][0]
             self._cond.notify_all()

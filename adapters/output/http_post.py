@@ -19,6 +19,7 @@ outages: the batch is retried with backoff while records wait in the bounded buf
 Other answers (4xx, and 3xx: redirects are not followed, as a POST must not silently
 become a GET) refuse the batch; it is then sent record by record to reject only the bad
 ones. The fence, if any, is called with None before each request (no transaction here).
+Origins are ignored: after a restart a replay is sent again (at-least-once).
 Imports `formatters` and sibling modules only.
 """
 
@@ -36,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from adapters.output.base import Fence, RecordError
+from adapters.output.base import Fence, Origin, RecordError
 from adapters.output.buffered import BufferedAdapter, Buffering, FenceRaised, Refused, RetryLater
 from formatters.config import Settings
 
@@ -126,7 +127,8 @@ class HttpAdapter(BufferedAdapter):
         ]
         return ("[" + ",".join(parts) + "]").encode()
 
-    def _write(self, records: list[Any], fence: Fence | None) -> None:
+    def _write(self, records: list[Any], fence: Fence | None, origins: list[Origin | None]) -> None:
+        # origins are not sent: an HTTP endpoint cannot say what it already has (at-least-once)
         if fence is not None:
             try:
                 fence(None)

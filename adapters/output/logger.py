@@ -8,6 +8,8 @@ Config:
 Text records (json, xml, text formatters) are logged as they are, dict rows as JSON,
 anything else with `repr`. Logging is synchronous — `publish` returns once the lines are
 handed to `logging` — so there is no buffer: `flush` and `stop` return True at once.
+Origins are ignored: a log cannot say what it already has, so a replay after a restart
+logs its records again (at-least-once).
 Imports `formatters` and sibling modules only; configures no handlers.
 """
 
@@ -19,7 +21,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from adapters.output.base import AdapterStats, AdapterStopped, Fence
+from adapters.output.base import AdapterStats, AdapterStopped, Fence, Origins, check_origins
 from adapters.wording import counted
 from formatters.config import Settings
 
@@ -63,10 +65,13 @@ class LoggerAdapter:
             msg = f"adapter {self.name} has been stopped; build a new one"
             raise AdapterStopped(msg)
 
-    def publish(self, records: Sequence[Any], fence: Fence | None = None) -> int:
+    def publish(
+        self, records: Sequence[Any], fence: Fence | None = None, origins: Origins | None = None
+    ) -> int:
         if self._stopped:
             msg = f"adapter {self.name} has been stopped; records can no longer be published"
             raise AdapterStopped(msg)
+        check_origins(self.name, records, origins)  # refuse what other adapters refuse; then ignore them
         with self._lock:
             self._published += len(records)
         if fence is not None:

@@ -3,7 +3,11 @@
 It behaves like the remote adapters — same buffer, writer thread, retry, counters — but
 its target is a list. Tests switch the target off (`available = False`: writes fail as an
 outage), make it refuse some records (`refuse`), and read what arrived (`written`,
-`batches`). The fence is called with None. Imports sibling modules only.
+`batches`, and `origins`, parallel to `written`). With `skip_delivered=True` it also acts
+like the RDBMS adapter's `cepheus_delivered` table: it keeps the last origin written per
+source (`delivered`, which a test may fill as a previous process would have left it) and
+skips records whose origin is not past it. The fence is called with None. Imports
+sibling modules only.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from adapters.output.base import Fence
+from adapters.output.base import Fence, Origin
 from adapters.output.buffered import BufferedAdapter, Buffering, FenceRaised, Refused, RetryLater
 
 
@@ -27,19 +31,23 @@ class MemoryAdapter(BufferedAdapter):
         buffering: Buffering | None = None,
         *,
         refuse: Callable[[Any], bool] | None = None,
+        skip_delivered: bool = False,
     ) -> None:
         super().__init__(name, buffering or Buffering(retry_initial_ms=5, retry_max_ms=50))
         self.available = True
         self.refuse = refuse
+        self.skip_delivered = skip_delivered
         self.attempts = 0
         self.written: list[Any] = []
+        self.origins: list[Origin | None] = []
         self.batches: list[list[Any]] = []
+        self.delivered: dict[str, Origin] = {}  # source -> last origin written (skip_delivered)
         self._lock = threading.Lock()
 
     def describe_target(self) -> str:
         return f"memory target {self.name}"
 
-    def _write(self, records: list[Any], fence: Fence | None) -> None:
+    def _write(self, records: list[Any], fence: Fence | None, origins: list[Origin | None]) -> int:
         with self._lock:
             self.attempts += 1
         if fence is not None:
@@ -54,5 +62,17 @@ class MemoryAdapter(BufferedAdapter):
             msg = "memory target refused a record"
             raise Refused(msg)
         with self._lock:
-            self.written.extend(records)
-            self.batches.append(list(records))
+            marks = dict(self.delivered)
+            kept: list[tuple[Any, Origin | None]] = []
+            for record, origin in zip(records, origins, strict=True):
+                if self.skip_delivered and origin is not None:
+                    if not origin.follows(marks.get(origin.source)):
+                        continue
+                    marks[origin.source] = origin
+                kept.append((record, origin))
+            self.delivered = marks
+            self.written.extend(r for r, _ in kept)
+            self.origins.extend(o for _, o in kept)
+            if kept:
+                self.batches.append([r for r, _ in kept])
+        return len(records) - len(kept)

@@ -1,7 +1,9 @@
 """The `wso2event` output adapter: WSO2Event records (from the wso2event formatter) to
 other Data Bridge receivers through the Thrift forwarder (load balancing, fail-over,
 reconnection, bounded buffer). One forwarder per outgoing stream, created when the node
-registers the stream's definition. Imports `formatters` and `adapters.thrift`.
+registers the stream's definition. Origins are ignored: a receiver cannot say what it
+already has, so a replay after a restart is sent again (at-least-once).
+Imports `formatters` and `adapters.thrift`.
 """
 
 from __future__ import annotations
@@ -11,7 +13,15 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from adapters.output.base import AdapterConfigError, AdapterStats, AdapterStopped, Fence, RecordError
+from adapters.output.base import (
+    AdapterConfigError,
+    AdapterStats,
+    AdapterStopped,
+    Fence,
+    Origins,
+    RecordError,
+    check_origins,
+)
 from adapters.thrift.definitions import WireStreamDefinition
 from adapters.thrift.events import WireEvent
 from adapters.thrift.forwarder import ForwarderSettings, Wso2EventForwarder
@@ -79,10 +89,13 @@ class Wso2EventAdapter:
                     forwarder.start()
                 self._started = True
 
-    def publish(self, records: Sequence[Any], fence: Fence | None = None) -> int:
+    def publish(
+        self, records: Sequence[Any], fence: Fence | None = None, origins: Origins | None = None
+    ) -> int:
         if self._stopped:
             msg = f"output adapter {self.name!r} is stopped"
             raise AdapterStopped(msg)
+        check_origins(self.name, records, origins)  # refuse what other adapters refuse; then ignore them
         by_stream: dict[str, list[WireEvent]] = {}
         for record in records:
             if not isinstance(record, WSO2Event):

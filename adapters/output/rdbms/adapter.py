@@ -1,11 +1,14 @@
 """`RdbmsAdapter`: dict rows into a table of MySQL/MariaDB, PostgreSQL or SQLite, through SQLAlchemy.
 
 Owns the connection (a SQLAlchemy engine with pre-ping and driver timeouts), optional
-table creation, and one transaction per batch: the HA fence first, then the rows (see
-`statements`), then COMMIT. Outages are retried by `BufferedAdapter`; a commit that was
-interrupted is retried too and counted as in doubt (in insert mode the batch may then be
-written twice; the key modes are idempotent). A missing table is an outage too (with
-`create_table` it is created again), so records are not rejected while someone fixes it.
+table creation, and one transaction per batch: the HA fence first, then — when records
+carry origins — the `cepheus_delivered` marks (see `delivered`: records the table already
+has are skipped), then the rows (see `statements`), then COMMIT. Outages are retried by
+`BufferedAdapter`; a commit that was interrupted is retried too and counted as in doubt
+(in insert mode the records without an origin may then be written twice; the key modes are
+idempotent, and records with an origin are skipped if the commit did happen). A missing
+table is an outage too (with `create_table` it is created again), so records are not
+rejected while someone fixes it; `cepheus_delivered` is created whenever it is missing.
 Imports `engine.errors`, `formatters` and sibling modules only.
 """
 
@@ -19,12 +22,20 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
-from adapters.output.base import Fence, RecordError
+from adapters.output.base import Fence, Origin, RecordError
 from adapters.output.buffered import BufferedAdapter, FenceRaised, Refused, RetryLater
+from adapters.output.rdbms.delivered import (
+    DELIVERED_TABLE,
+    MarkRace,
+    delivered_table,
+    keep_new,
+    read_marks,
+    store_marks,
+)
 from adapters.output.rdbms.failures import is_outage, table_exists
 from adapters.output.rdbms.schema import IDENTIFIER_RULE, build_table, is_identifier, lightweight_table
 from adapters.output.rdbms.settings import Mode, RdbmsSettings
-from adapters.output.rdbms.statements import write_rows
+from adapters.output.rdbms.statements import Outcome, write_rows
 from adapters.wording import counted
 
 log = logging.getLogger(__name__)
@@ -80,6 +91,9 @@ class RdbmsAdapter(BufferedAdapter):
         if settings.columns:
             primary = settings.key_columns if settings.mode is not Mode.INSERT else ()
             self._table = build_table(settings.table, settings.schema, settings.columns, primary)
+        self._delivered = delivered_table(settings.schema)
+        self._delivered_ready = False  # cepheus_delivered is known to exist
+        self._commit_interrupted = False  # the last attempt's commit may or may not have happened
         self._shapes: set[tuple[str, ...]] = set()
         where = settings.url.render_as_string(hide_password=True)
         self._target = f"database {where} table {settings.table}"
@@ -144,8 +158,22 @@ class RdbmsAdapter(BufferedAdapter):
         if self._engine is not None:
             self._engine.dispose()
 
-    def _write(self, records: list[Any], fence: Fence | None) -> None:
+    def _ensure_delivered(self, engine: sa.Engine) -> None:
+        """Create `cepheus_delivered` when missing (another node may be creating it too)."""
+        try:
+            with engine.begin() as conn:
+                self._delivered.create(conn, checkfirst=True)
+        except Exception as exc:
+            if not table_exists(engine, DELIVERED_TABLE, self.settings.schema):
+                msg = f"cannot create table {DELIVERED_TABLE}: {first_line(exc)}"
+                raise RetryLater(msg) from exc
+        self._delivered_ready = True
+
+    def _write(self, records: list[Any], fence: Fence | None, origins: list[Origin | None]) -> int:
         engine = self._get_engine()
+        marked = any(o is not None for o in origins)
+        if marked and not self._delivered_ready:
+            self._ensure_delivered(engine)
         table: sa.TableClause
         if self._table is not None:
             table = self._table
@@ -155,28 +183,60 @@ class RdbmsAdapter(BufferedAdapter):
         attempt = 0
         while True:
             try:
-                self._transaction(engine, table, records, fence)
-                return
+                skipped = self._transaction(engine, table, records, fence, origins if marked else None)
             except (FenceRaised, RetryLater):
                 raise
+            except MarkRace as exc:
+                if attempt < self.integrity_retries:
+                    attempt += 1  # read the marks again: the other writer's may cover some records
+                    continue
+                raise RetryLater(str(exc)) from exc
             except sa_exc.IntegrityError as exc:
                 if self.settings.mode is Mode.INSERT_OR_UPDATE and attempt < self.integrity_retries:
                     attempt += 1  # another writer inserted one of our keys meanwhile: now it updates
                     continue
-                raise self._classify(exc, engine) from exc
+                raise self._classify(exc, engine, marked) from exc
             except Exception as exc:
-                raise self._classify(exc, engine) from exc
+                raise self._classify(exc, engine, marked) from exc
+            if skipped:
+                why = (
+                    "the interrupted commit went through"
+                    if self._commit_interrupted
+                    else "replayed after a restart"
+                )
+                log.info(
+                    "adapter %s: skipped %s table %s already had (%s)",
+                    self.name,
+                    counted(skipped, "record"),
+                    self.settings.table,
+                    why,
+                )
+            self._commit_interrupted = False
+            return skipped
 
     def _transaction(
-        self, engine: sa.Engine, table: sa.TableClause, records: list[Any], fence: Fence | None
-    ) -> None:
+        self,
+        engine: sa.Engine,
+        table: sa.TableClause,
+        records: list[Any],
+        fence: Fence | None,
+        origins: list[Origin | None] | None,
+    ) -> int:
+        """Fence, marks, rows and COMMIT in one transaction; how many records were skipped."""
         s = self.settings
         with engine.connect() as conn:
             trans = conn.begin()
             try:
                 if fence is not None:
                     self._run_fence(engine, conn, fence)
-                outcome = write_rows(conn, table, s.mode, s.key_columns, records)
+                rows = records
+                if origins is not None:
+                    sources = {o.source for o in origins if o is not None}
+                    before = read_marks(conn, self._delivered, sources)
+                    rows, after = keep_new(records, origins, before)
+                outcome = write_rows(conn, table, s.mode, s.key_columns, rows) if rows else Outcome()
+                if origins is not None:
+                    store_marks(conn, self._delivered, before, after)
             except BaseException:
                 if trans.is_active:
                     try:
@@ -189,11 +249,13 @@ class RdbmsAdapter(BufferedAdapter):
             except Exception as exc:
                 if is_outage(exc, engine):
                     self._count_in_doubt(len(records))
+                    self._commit_interrupted = True
                     msg = f"commit of {counted(len(records), 'record')} interrupted, retrying ({first_line(exc)})"
                     raise RetryLater(msg) from exc
                 raise
         if outcome.unmatched:
             log.debug("adapter %s: %s matched no row", self.name, counted(outcome.unmatched, "update"))
+        return len(records) - len(rows)
 
     def _run_fence(self, engine: sa.Engine, conn: sa.Connection, fence: Fence) -> None:
         try:
@@ -204,12 +266,19 @@ class RdbmsAdapter(BufferedAdapter):
             msg = f"{type(exc).__name__}: {exc}"
             raise FenceRaised(msg) from exc
 
-    def _classify(self, exc: Exception, engine: sa.Engine) -> Exception:
+    def _classify(self, exc: Exception, engine: sa.Engine, marked: bool = False) -> Exception:
         """RetryLater for an outage or a missing table, Refused when the rows are at fault."""
         text = first_line(exc)
         if is_outage(exc, engine):
             engine.dispose()  # drop every pooled connection: they may all be dead
             return RetryLater(text)
+        if marked:
+            delivered = table_exists(engine, DELIVERED_TABLE, self.settings.schema)
+            if delivered is None:
+                return RetryLater(text)
+            if not delivered:
+                self._delivered_ready = False  # dropped behind our back: create it again
+                return RetryLater(f"table {DELIVERED_TABLE} does not exist ({text})")
         exists = table_exists(engine, self.settings.table, self.settings.schema)
         if exists is None:
             return RetryLater(text)
