@@ -36,6 +36,7 @@ from adapters.output.rdbms.failures import is_outage, table_exists
 from adapters.output.rdbms.schema import IDENTIFIER_RULE, build_table, is_identifier, lightweight_table
 from adapters.output.rdbms.settings import Mode, RdbmsSettings
 from adapters.output.rdbms.statements import Outcome, write_rows
+from adapters.output.throttle import Throttle
 from adapters.wording import counted
 
 log = logging.getLogger(__name__)
@@ -95,6 +96,8 @@ class RdbmsAdapter(BufferedAdapter):
         self._delivered_ready = False  # cepheus_delivered is known to exist
         self._commit_interrupted = False  # the last attempt's commit may or may not have happened
         self._shapes: set[tuple[str, ...]] = set()
+        self._skip_log = Throttle(10.0)
+        self._skipped_unlogged = 0
         where = settings.url.render_as_string(hide_password=True)
         self._target = f"database {where} table {settings.table}"
 
@@ -199,20 +202,28 @@ class RdbmsAdapter(BufferedAdapter):
             except Exception as exc:
                 raise self._classify(exc, engine, marked) from exc
             if skipped:
-                why = (
-                    "the interrupted commit went through"
-                    if self._commit_interrupted
-                    else "replayed after a restart"
-                )
-                log.info(
-                    "adapter %s: skipped %s table %s already had (%s)",
-                    self.name,
-                    counted(skipped, "record"),
-                    self.settings.table,
-                    why,
-                )
+                self._log_skipped(skipped)
             self._commit_interrupted = False
             return skipped
+
+    def _log_skipped(self, skipped: int) -> None:
+        """One line per batch would flood the log during a replay: at most one every 10 s,
+        with what the batches since the last line skipped."""
+        self._skipped_unlogged += skipped
+        why = (
+            "the interrupted commit went through" if self._commit_interrupted else "replayed after a restart"
+        )
+        allowed, held = self._skip_log.allow()
+        if allowed:
+            log.info(
+                "adapter %s: skipped %s table %s already had (%s)%s",
+                self.name,
+                counted(self._skipped_unlogged, "record"),
+                self.settings.table,
+                why,
+                f", over {held + 1} batches" if held else "",
+            )
+            self._skipped_unlogged = 0
 
     def _transaction(
         self,

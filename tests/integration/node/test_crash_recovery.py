@@ -19,7 +19,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -119,12 +118,15 @@ def readings(seed: int) -> list[Reading]:
 
 
 def uninterrupted(plan_input: list[Reading], base: int) -> list[Row]:
-    """What the plan emits for these readings in one uninterrupted run (event time)."""
+    """What the plan emits for these readings in one uninterrupted run (event time), sent in
+    the bundles the node gets (a bundle is one chunk: the join sees the table as it was before
+    the bundle, and the aggregates emit a row per key and bundle)."""
     runtime = engine.compile(PLAN)
     rows: list[Row] = []
     runtime.subscribe("Out", lambda events: rows.extend(tuple(e.data) for e in events))  # type: ignore[misc]
-    for reading in plan_input:
-        runtime.send("In", [reading], timestamps=base + reading[1] * STEP_MS)
+    for start in range(0, len(plan_input), BUNDLE):
+        bundle = plan_input[start : start + BUNDLE]
+        runtime.send("In", bundle, timestamps=[base + r[1] * STEP_MS for r in bundle])
     return [r for r in rows if r[0] != "batch"]  # time batches follow the wall clock: checked apart
 
 
@@ -167,6 +169,10 @@ def sink_rows(url: str) -> list[Row]:
             return [(r[0], r[1], int(r[2]), int(r[3]), int(r[4])) for r in result]
     finally:
         db.dispose()
+
+
+def batch_count(url: str) -> int:
+    return sum(r[3] for r in sink_rows(url) if r[0] == "batch")
 
 
 class Feeder:
@@ -237,6 +243,8 @@ def crash_run(
     feeder = Feeder(second, base)
     feeder.send(plan_input[kill:])
     feeder.close()
+    if input_log:  # the last time batch closes 300 ms after it opened: wait for it
+        wait_for(lambda: batch_count(sink) >= READINGS, 20, f"every reading in a time batch\n{second.log()}")
     assert second.stop() == 0  # graceful: the adapter delivers everything before the exit
     return plan_input, base, snap, kill, sink_rows(sink)
 
