@@ -183,6 +183,8 @@ class PlanManager:
         unchanged: the running runtime hands its state over and the routes switch to the
         new one in the same step, so no event falls between them."""
         name = fresh.plan.name
+        if fresh.journal is not None and old.journal is None:
+            fresh.journal.reset()  # just put in persistence mode: records of an earlier stint would not fit
 
         def switch() -> None:
             if fresh.journal is not None:

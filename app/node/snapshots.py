@@ -133,6 +133,14 @@ class SnapshotKeeper:
             except CEPError as exc:
                 log.warning("plan %s: snapshot %d skipped: %s", plan.name, meta.id, exc)
                 continue
+            if report.unfit and not report.kept:  # a snapshot of another plan (or of no version of this one)
+                log.warning(
+                    "plan %s: snapshot %d skipped: none of its %d parts fits this plan",
+                    plan.name,
+                    meta.id,
+                    len(report.unfit),
+                )
+                continue
             edited = (
                 "" if meta.text_sha256 == text_sha256(plan.text) else " (taken before the plan was edited)"
             )

@@ -4,20 +4,31 @@ A simple layout of our own rather than the engine's state codec: that codec walk
 in Python and adds a 42-byte header and a SHA-256 per blob, while a bundle here is hundreds of
 flat cells appended on a receiver's thread. No pickle: decoding never runs code. Little-endian:
 
-    Tick:   kind=2 (B), time_ms (q)
-    Events: kind=1 (B), at (q), stream bytes, events, cells, ints, floats, strings (6 x I),
-            stream (UTF-8), timestamps (events x q), row lengths (events x I),
-            cell tags (cells x B), ints (q each), floats (d each),
-            string lengths in code points (I each), the strings joined (UTF-8, surrogatepass)
+    Tick:    kind=2 (B), time_ms (q)
+    Columns: kind=3 (B), at (q), stream bytes, events, width (3 x I), stream (UTF-8),
+             timestamps (events x q), then each column: a tag (B) and its values:
+             float d x events | int q x events | bool B x events |
+             str without NUL: text bytes (I), the strings joined by NUL |
+             str: lengths in code points (I x events), text bytes (I), the strings joined |
+             mixed: bytes (I), the column as a one-column row-wise Events payload
+    Events:  kind=1 (B), at (q), stream bytes, events, cells, ints, floats, strings (6 x I),
+             stream (UTF-8), timestamps (events x q), row lengths (events x I),
+             cell tags (cells x B), ints (q each), floats (d each),
+             string lengths in code points (I each), the strings joined (UTF-8, surrogatepass)
 
-An int outside 64 bits travels as its decimal text in the string table. Imports nothing of ours.
+Rows of one width (a stream's bundle) go by columns: a column of one type is one C-level
+array conversion instead of a Python step per cell (5x faster for a receiver's bundle); rows
+of mixed widths go row-wise. An int outside 64 bits travels as its decimal text in the string
+table. Text is UTF-8 with surrogatepass. Imports nothing of ours.
 """
 
 from __future__ import annotations
 
+import functools
 import struct
 import sys
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate, repeat
 from typing import Any
@@ -26,10 +37,22 @@ Value = None | bool | int | float | str
 
 EVENTS = 1
 TICK = 2
+COLUMNS = 3
 
 _NONE, _TRUE, _FALSE, _INT, _FLOAT, _STR, _BIGINT = range(7)
 _HEAD = struct.Struct("<Bq6I")
 _TICK = struct.Struct("<Bq")
+_COLUMNS = struct.Struct("<Bq3I")
+_U32 = struct.Struct("<I")
+_C_MIXED, _C_FLOAT, _C_INT, _C_STR, _C_BOOL, _C_STRZ = range(6)
+
+
+@functools.lru_cache(maxsize=256)
+def _packer(code: str, n: int) -> struct.Struct:
+    """`n` values of struct `code`: struct packs a list 2-3x faster than array() builds one."""
+    return struct.Struct(f"<{n}{code}")
+
+
 _SWAP = sys.byteorder == "big"
 _INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
 
@@ -86,6 +109,52 @@ def encode(record: Record) -> bytes:
     if len(rows) != len(record.timestamps):
         msg = f"stream {record.stream}: {len(rows)} rows but {len(record.timestamps)} timestamps"
         raise ValueError(msg)
+    if not rows:
+        return _encode_rows(record)
+    try:
+        columns = list(zip(*rows, strict=True))  # ValueError: rows of different widths
+    except ValueError:
+        return _encode_rows(record)
+    stream = record.stream.encode("utf-8", "surrogatepass")
+    try:
+        stamps = _packer("q", len(rows)).pack(*record.timestamps)
+    except struct.error as exc:
+        msg = f"stream {record.stream}: a timestamp is not a 64-bit integer ({exc})"
+        raise ValueError(msg) from None
+    parts = [_COLUMNS.pack(COLUMNS, record.at, len(stream), len(rows), len(columns)), stream, stamps]
+    parts += [_column(values, record.stream) for values in columns]
+    return b"".join(parts)
+
+
+def _column(values: tuple[Any, ...], stream: str) -> bytes:
+    kinds = set(map(type, values))
+    if len(kinds) == 1:
+        kind = kinds.pop()
+        n = len(values)
+        if kind is float:
+            return bytes((_C_FLOAT,)) + _packer("d", n).pack(*values)
+        if kind is str:
+            joined = "\x00".join(values)
+            if joined.count("\x00") == n - 1:  # no string holds a NUL: split on it when read
+                text = joined.encode("utf-8", "surrogatepass")
+                return b"".join((bytes((_C_STRZ,)), _U32.pack(len(text)), text))
+            text = "".join(values).encode("utf-8", "surrogatepass")
+            return b"".join(
+                (bytes((_C_STR,)), _raw(array("I", map(len, values))), _U32.pack(len(text)), text)
+            )
+        if kind is bool:
+            return bytes((_C_BOOL,)) + bytes(values)
+        if kind is int:
+            try:
+                return bytes((_C_INT,)) + _packer("q", n).pack(*values)
+            except struct.error:
+                pass  # an int outside 64 bits: as text, in the mixed layout
+    mixed = _encode_rows(Events(stream, [0] * len(values), [(v,) for v in values]))
+    return b"".join((bytes((_C_MIXED,)), _U32.pack(len(mixed)), mixed))
+
+
+def _encode_rows(record: Events) -> bytes:
+    rows = record.rows
     lengths = array("I")
     tags = bytearray()
     ints: array[int] = array("q")
@@ -152,6 +221,8 @@ def _decode(buf: memoryview) -> Record:
             msg = f"a tick is {_TICK.size} bytes, not {len(buf)}"
             raise RecordError(msg)
         return Tick(_TICK.unpack(buf)[1])
+    if kind == COLUMNS:
+        return _decode_columns(buf)
     if kind != EVENTS:
         msg = f"unknown record kind {kind} (written by a newer Cepheus?)"
         raise RecordError(msg)
@@ -198,3 +269,63 @@ def _decode(buf: memoryview) -> Record:
             rows.append(tuple(cells[start : start + width]))
             start += width
     return Events(stream, timestamps, rows, at)
+
+
+def _take(buf: memoryview, pos: int, size: int) -> tuple[memoryview, int]:
+    if size < 0 or pos + size > len(buf):
+        msg = "payload shorter than its header says"
+        raise RecordError(msg)
+    return buf[pos : pos + size], pos + size
+
+
+def _decode_columns(buf: memoryview) -> Events:
+    _, at, n_stream, n, width = _COLUMNS.unpack_from(buf)
+    raw_stream, pos = _take(buf, _COLUMNS.size, n_stream)
+    raw_ts, pos = _take(buf, pos, 8 * n)
+    columns: list[Sequence[Any]] = []
+    for _ in range(width):
+        (tag,), pos = _take(buf, pos, 1)
+        if tag == _C_FLOAT:
+            raw, pos = _take(buf, pos, 8 * n)
+            columns.append(_packer("d", n).unpack(raw))
+        elif tag == _C_INT:
+            raw, pos = _take(buf, pos, 8 * n)
+            columns.append(_packer("q", n).unpack(raw))
+        elif tag == _C_STRZ:
+            size, pos = _U32.unpack_from(buf, pos)[0], pos + 4
+            text_raw, pos = _take(buf, pos, size)
+            strings = bytes(text_raw).decode("utf-8", "surrogatepass").split("\x00")
+            if len(strings) != n:
+                msg = "string column does not hold one value per event"
+                raise RecordError(msg)
+            columns.append(strings)
+        elif tag == _C_BOOL:
+            raw, pos = _take(buf, pos, n)
+            columns.append([b != 0 for b in raw])
+        elif tag == _C_STR:
+            raw, pos = _take(buf, pos, 4 * n)
+            size, pos = _U32.unpack_from(buf, pos)[0], pos + 4
+            text_raw, pos = _take(buf, pos, size)
+            text = bytes(text_raw).decode("utf-8", "surrogatepass")
+            ends = list(accumulate(_cooked("I", raw)))
+            if (ends[-1] if ends else 0) != len(text):
+                msg = "string column does not match its lengths"
+                raise RecordError(msg)
+            columns.append([text[a:b] for a, b in zip([0, *ends], ends, strict=False)])
+        elif tag == _C_MIXED:
+            size, pos = _U32.unpack_from(buf, pos)[0], pos + 4
+            raw, pos = _take(buf, pos, size)
+            inner = _decode(raw)
+            if not isinstance(inner, Events) or len(inner.rows) != n:
+                msg = "mixed column does not hold one value per event"
+                raise RecordError(msg)
+            columns.append([row[0] for row in inner.rows])
+        else:
+            msg = f"unknown column tag {tag}"
+            raise RecordError(msg)
+    if pos != len(buf):
+        msg = "payload longer than its header says"
+        raise RecordError(msg)
+    rows: list[tuple[Value, ...]] = list(zip(*columns, strict=True)) if width else [()] * n
+    stream = bytes(raw_stream).decode("utf-8", "surrogatepass")
+    return Events(stream, list(_packer("q", n).unpack(raw_ts)), rows, at)

@@ -229,3 +229,21 @@ def test_a_snapshot_over_the_size_limit_is_not_stored_and_the_older_ones_stay(
         capped.take_all()
     assert "not stored, the older ones are kept" in caplog.text
     assert [m.id for m in store.list("sums")] == [small.id]
+
+
+def test_a_snapshot_of_another_plan_is_skipped_for_the_one_before(
+    store: RegistrySnapshots, caplog: pytest.LogCaptureFixture
+) -> None:
+    rt, _ = runtime()
+    rt.send("In", [(1,)], timestamps=1000)
+    good = keeper(store, [], Clock()).take(plan(), rt)
+    other = engine.compile("define stream X (s string); define table T (s string); from X insert into T;")
+    other.send("X", [("x",)], timestamps=1000)
+    foreign = keeper(store, [], Clock()).take(plan(), other)  # stored under this plan's name
+    fresh, out = runtime()
+    with caplog.at_level(logging.WARNING):
+        used = keeper(store, [], Clock()).restore(plan(), fresh).meta
+    assert used is not None and used.id == good.id
+    assert f"snapshot {foreign.id} skipped: none of its" in caplog.text
+    fresh.send("In", [(2,)], timestamps=2000)
+    assert out == [3]

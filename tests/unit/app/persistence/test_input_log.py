@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
+from app.persistence import segments
+from app.persistence.records import encode
 
 from app.persistence.input_log import (
     Events,
@@ -172,13 +174,15 @@ def test_truncate_past_the_last_record_keeps_positions(tmp_path) -> None:
 
 
 def test_append_past_max_bytes_raises_input_log_full(tmp_path) -> None:
-    with InputLog(tmp_path, "off", segment_bytes=1, max_bytes=250) as log:
+    one = len(segments.frame(encode(bundle(1))))  # every bundle() frames to the same size
+    limit = 2 * one + one // 2
+    with InputLog(tmp_path, "off", segment_bytes=1, max_bytes=limit) as log:
         assert log.append("p", bundle(1)) == 1
         assert log.append("p", bundle(2)) == 2
-        with pytest.raises(InputLogFull, match="input log of plan 'p' is full: .* limit 250 bytes") as full:
+        with pytest.raises(InputLogFull, match=f"input log of plan 'p' is full: .* limit {limit} bytes") as full:
             log.append("p", bundle(3))
-        assert (full.value.plan, full.value.limit) == ("p", 250)
-        assert log.sizes()["p"] <= 250
+        assert (full.value.plan, full.value.limit) == ("p", limit)
+        assert log.sizes()["p"] <= limit
         log.truncate("p", 2)
         assert log.append("p", bundle(3)) == 3
         assert list(log.read("p", 2)) == [(3, bundle(3))]

@@ -52,3 +52,33 @@ def test_rows_and_timestamps_must_pair_up() -> None:
 def test_a_payload_that_is_no_record_is_a_record_error(payload) -> None:
     with pytest.raises(RecordError):
         decode(payload)
+
+
+column_kinds = st.sampled_from(["int", "float", "str", "bool", "mixed", "bigint"])
+by_kind = {
+    "int": st.integers(-(2**63), 2**63 - 1),
+    "float": st.floats(allow_nan=False),
+    "str": st.text(),
+    "bool": st.booleans(),
+    "mixed": values,
+    "bigint": st.integers(2**63, 2**70),
+}
+
+
+@given(st.lists(column_kinds, max_size=5), st.integers(1, 30), st.integers(), st.data())
+def test_rows_of_one_width_go_by_columns_and_come_back_equal(kinds, n, at, data) -> None:
+    columns = [data.draw(st.lists(by_kind[k], min_size=n, max_size=n)) for k in kinds]
+    rows = list(zip(*columns, strict=True)) if kinds else [()] * n
+    record = Events("S", list(range(n)), rows, at=at % 2**62)
+    payload = encode(record)
+    assert payload[0] == 3  # the column layout
+    back = decode(payload)
+    assert back == record
+    assert [[type(v) for v in row] for row in back.rows] == [[type(v) for v in row] for row in rows]
+
+
+def test_a_truncated_column_payload_is_a_record_error() -> None:
+    payload = encode(Events("S", [1, 2], [(1, "ab", 2.5), (2, "c", None)]))
+    for cut in range(1, len(payload)):
+        with pytest.raises(RecordError):
+            decode(payload[:cut])
