@@ -1,0 +1,108 @@
+"""Persistence-mode plans on the plan manager with an input log: a process that dies after a
+snapshot leaves a log that the next one replays, so the plan carries on where it stopped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.node.journal import Journals
+from app.node.plans import PlanManager
+from app.node.snapshots import SnapshotKeeper
+from app.persistence.input_log import InputLog
+from app.registry import ExecutionPlan
+from app.registry.snapshots import RegistrySnapshots
+from tests.unit.app.node.test_plans import Manager
+
+COUNTING = """
+@Import('s2:1.0.0') define stream In (v long);
+define stream Counts (n long, total long);
+@info(name='count') from In select count() as n, sum(v) as total insert into Counts;
+"""
+
+
+def journaled(m: Manager, tmp_path: Path, segment_bytes: int = 1 << 20) -> tuple[SnapshotKeeper, Journals]:
+    journals = Journals(lambda: InputLog(tmp_path / "input-log", "off", segment_bytes=segment_bytes))
+    keeper = SnapshotKeeper(
+        RegistrySnapshots(m.registry),
+        "node-a",
+        keep=2,
+        deployed=lambda: m.plans.deployments(),
+        journals=journals,
+    )
+    m.plans = PlanManager(
+        m.catalog, m.ingress, m.outputs, restore=keeper.restore, retire=keeper.farewell, journals=journals
+    )
+    return keeper, journals
+
+
+def plan() -> ExecutionPlan:
+    return ExecutionPlan("counts", COUNTING, snapshot_interval_minutes=60)
+
+
+def test_a_restarted_manager_replays_the_log_after_the_snapshot(tmp_path: Path) -> None:
+    first = Manager(tmp_path)
+    keeper, journals = journaled(first, tmp_path)
+    first.apply(plan())
+    for v in (1, 2, 3):
+        first.ingress.publish_rows("s2:1.0.0", [(v,)])
+    snapshot = keeper.take(*first.plans.deployments()[0])
+    assert snapshot.input_log is not None and snapshot.input_position == 3
+    for v in (10, 20):
+        first.ingress.publish_rows("s2:1.0.0", [(v,)])
+    # the process dies: nothing is stopped, no final snapshot; its log stays as it is
+
+    second = Manager(tmp_path)
+    journaled(second, tmp_path)
+    try:
+        second.apply(plan())
+        counts = second.watch("counts", "Counts")
+        second.ingress.publish_rows("s2:1.0.0", [(100,)])
+        assert counts == [[(6, 136)]]  # 1+2+3 from the snapshot, 10 and 20 from the log, then 100
+    finally:
+        second.close()
+
+
+def test_snapshots_truncate_the_log_behind_the_oldest_kept(tmp_path: Path) -> None:
+    m = Manager(tmp_path)
+    keeper, journals = journaled(m, tmp_path, segment_bytes=2000)
+    try:
+        m.apply(plan())
+        positions = []
+        for round_ in range(4):
+            for v in range(200):
+                m.ingress.publish_rows("s2:1.0.0", [(round_ * 1000 + v,)])
+            positions.append(keeper.take(*m.plans.deployments()[0]).input_position)
+        first, last = journals.input_log.bounds("counts")
+        assert last == positions[-1]
+        assert 1 < first <= positions[-2] + 1  # keep=2: the log still holds what follows the older one
+        assert journals.sizes()["counts"] > 0
+    finally:
+        m.close()
+
+
+def test_discard_state_starts_a_new_log(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    first = Manager(tmp_path)
+    _, journals = journaled(first, tmp_path)
+    first.apply(plan())
+    first.ingress.publish_rows("s2:1.0.0", [(5,)])
+    old_id = journals.input_log.log_id("counts")
+
+    second = Manager(tmp_path)
+    journals2 = Journals(lambda: InputLog(tmp_path / "input-log", "off"))
+    keeper = SnapshotKeeper(
+        RegistrySnapshots(second.registry), "node-a", keep=2, deployed=lambda: second.plans.deployments(),
+        journals=journals2, discard_state=True,
+    )  # fmt: skip
+    second.plans = PlanManager(
+        second.catalog, second.ingress, second.outputs, restore=keeper.restore, journals=journals2
+    )
+    try:
+        second.apply(plan())
+        counts = second.watch("counts", "Counts")
+        second.ingress.publish_rows("s2:1.0.0", [(7,)])
+        assert counts == [[(1, 7)]]  # the 5 of the log before is gone with the state
+        assert journals2.input_log.log_id("counts") != old_id
+    finally:
+        second.close()
