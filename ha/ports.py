@@ -47,6 +47,21 @@ class SnapshotMeta:
             msg = f"SnapshotMeta.created_at must be timezone-aware UTC, got {self.created_at!r}"
             raise ValueError(msg)
 
+    def to_json(self) -> dict[str, object]:
+        """The meta as the CLI's `--json` and the node's API show it."""
+        return {
+            "id": self.id,
+            "plan": self.plan,
+            "created_at": self.created_at.isoformat(),
+            "node": self.node,
+            "size": self.size,
+            "state_format": self.state_format,
+            "input_log": self.input_log,
+            "input_position": self.input_position,
+            "text_sha256": self.text_sha256,
+            "checksum": self.checksum,
+        }
+
     @classmethod
     def describe(
         cls,

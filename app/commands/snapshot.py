@@ -57,20 +57,6 @@ def table(metas: list[SnapshotMeta]) -> str:
     )
 
 
-def as_json(meta: SnapshotMeta) -> dict[str, Any]:
-    return {
-        "id": meta.id,
-        "plan": meta.plan,
-        "created_at": meta.created_at.isoformat(),
-        "node": meta.node,
-        "size": meta.size,
-        "input_position": meta.input_position,
-        "state_format": meta.state_format,
-        "text_sha256": meta.text_sha256,
-        "checksum": meta.checksum,
-    }
-
-
 @click.group("snapshot")
 def snapshot() -> None:
     """Snapshots of plans' state kept in the registry."""
@@ -86,7 +72,7 @@ def list_(plan: str | None, config_path: str | None, as_json_: bool) -> None:
         store = RegistrySnapshots(registry)
         metas = store.list_all() if plan is None else store.list(plan)
     if as_json_:
-        click.echo(json.dumps([as_json(m) for m in metas], indent=2))
+        click.echo(json.dumps([m.to_json() for m in metas], indent=2))
     elif not metas:
         click.echo("no snapshots" if plan is None else f"plan {plan!r} has no snapshots")
     else:

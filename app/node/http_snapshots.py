@@ -30,23 +30,8 @@ from app.node.snapshots import SnapshotKeeper, SnapshotTooLarge, describe
 from engine import RestoreReport
 from engine.errors import StateError
 from ha.errors import SnapshotCorrupt, SnapshotMissing
-from ha.ports import SnapshotMeta
 
 log = logging.getLogger(__name__)
-
-
-def meta_json(meta: SnapshotMeta) -> dict[str, Any]:
-    return {
-        "id": meta.id,
-        "plan": meta.plan,
-        "created_at": meta.created_at.isoformat(),
-        "node": meta.node,
-        "size": meta.size,
-        "state_format": meta.state_format,
-        "input_position": meta.input_position,
-        "text_sha256": meta.text_sha256,
-        "checksum": meta.checksum,
-    }
 
 
 def report_json(plan: str, snapshot_id: int, report: RestoreReport) -> dict[str, Any]:
@@ -85,7 +70,7 @@ def snapshots_blueprint(plans: PlanManager, keeper: SnapshotKeeper, credentials:
             return json_error(413, f"plan {name!r}: {exc}")
         except sqlalchemy.exc.SQLAlchemyError as exc:
             return _registry_down(exc)
-        return _json(201, meta_json(meta))
+        return _json(201, meta.to_json())
 
     @bp.post("/<name>/snapshots/<int:snapshot_id>/restore")
     def restore(name: str, snapshot_id: int) -> Response:

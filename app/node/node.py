@@ -289,7 +289,13 @@ class Node:
         stats = self.ingress.stats()
         plans = {name: {"state": s.state, "message": s.message} for name, s in self.plans.status().items()}
         adapters = {
-            name: {"written": s.written, "pending": s.pending, "dropped": s.dropped, "errors": s.errors}
+            name: {
+                "written": s.written,
+                "pending": s.pending,
+                "dropped": s.dropped,
+                "errors": s.errors,
+                "skipped": s.skipped,
+            }
             for name, s in self.outputs.stats().items()
         }
         return {

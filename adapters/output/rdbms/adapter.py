@@ -27,6 +27,7 @@ from adapters.output.buffered import BufferedAdapter, FenceRaised, Refused, Retr
 from adapters.output.rdbms.delivered import (
     DELIVERED_TABLE,
     MarkRace,
+    claim_marks,
     delivered_table,
     keep_new,
     read_marks,
@@ -94,6 +95,7 @@ class RdbmsAdapter(BufferedAdapter):
             self._table = build_table(settings.table, settings.schema, settings.columns, primary)
         self._delivered = delivered_table(settings.schema)
         self._delivered_ready = False  # cepheus_delivered is known to exist
+        self._marks: dict[str, Origin] = {}  # per source, the mark this adapter committed last
         self._commit_interrupted = False  # the last attempt's commit may or may not have happened
         self._shapes: set[tuple[str, ...]] = set()
         self._skip_log = Throttle(10.0)
@@ -190,6 +192,7 @@ class RdbmsAdapter(BufferedAdapter):
             except (FenceRaised, RetryLater):
                 raise
             except MarkRace as exc:
+                self._marks = {}  # another writer moved a mark: read them all again
                 if attempt < self.integrity_retries:
                     attempt += 1  # read the marks again: the other writer's may cover some records
                     continue
@@ -241,12 +244,19 @@ class RdbmsAdapter(BufferedAdapter):
                 if fence is not None:
                     self._run_fence(engine, conn, fence)
                 rows = records
+                after: dict[str, Origin] = {}
+                before: dict[str, Origin] | None = None  # read under lock, when not known already
                 if origins is not None:
                     sources = {o.source for o in origins if o is not None}
-                    before = read_marks(conn, self._delivered, sources)
-                    rows, after = keep_new(records, origins, before)
+                    known = self._marks
+                    if sources.issubset(known):  # the marks this adapter stored last: one UPDATE each
+                        rows, after = keep_new(records, origins, {src: known[src] for src in sources})
+                        claim_marks(conn, self._delivered, known, after)
+                    else:
+                        before = read_marks(conn, self._delivered, sources)
+                        rows, after = keep_new(records, origins, before)
                 outcome = write_rows(conn, table, s.mode, s.key_columns, rows) if rows else Outcome()
-                if origins is not None:
+                if before is not None:
                     store_marks(conn, self._delivered, before, after)
             except BaseException:
                 if trans.is_active:
@@ -258,12 +268,14 @@ class RdbmsAdapter(BufferedAdapter):
             try:
                 trans.commit()
             except Exception as exc:
+                self._marks = {}  # the commit may or may not have stored them: read them next time
                 if is_outage(exc, engine):
                     self._count_in_doubt(len(records))
                     self._commit_interrupted = True
                     msg = f"commit of {counted(len(records), 'record')} interrupted, retrying ({first_line(exc)})"
                     raise RetryLater(msg) from exc
                 raise
+        self._marks.update(after)
         if outcome.unmatched:
             log.debug("adapter %s: %s matched no row", self.name, counted(outcome.unmatched, "update"))
         return len(records) - len(rows)

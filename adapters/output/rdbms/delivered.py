@@ -118,3 +118,26 @@ def store_marks(
         except sa_exc.IntegrityError as exc:
             msg = f"another writer recorded source {source!r} in {DELIVERED_TABLE} meanwhile"
             raise MarkRace(msg) from exc
+
+
+def claim_marks(
+    conn: sa.Connection, table: sa.Table, known: Mapping[str, Origin], after: Mapping[str, Origin]
+) -> None:
+    """Store `after` over the marks this writer stored last (`known`), in one conditional
+    UPDATE per changed source: the fast path of a writer whose marks nobody else moved. The
+    UPDATE locks the row as `read_marks` would; `MarkRace` when a row is not as `known` says
+    (another writer moved it): the caller rolls back and goes the `read_marks` way."""
+    c = table.c
+    for source in sorted(after):
+        origin, was = after[source], known[source]
+        if origin == was:
+            continue
+        result = conn.execute(
+            sa.update(table)
+            .where(c.source == source, c.log_id == was.log_id, c.position == was.position, c.idx == was.index)
+            .values(log_id=origin.log_id, position=origin.position, idx=origin.index,
+                    updated_at=sa.func.current_timestamp())
+        )  # fmt: skip
+        if result.rowcount != 1:
+            msg = f"another writer moved the mark of source {source!r} in {DELIVERED_TABLE}"
+            raise MarkRace(msg)

@@ -347,3 +347,20 @@ def test_two_writers_replaying_the_same_records_write_each_once(place: Place, ma
     skipped = first.stats.skipped + second.stats.skipped
     assert (written, skipped) == (40 + seed, 40)
     assert place.marks() == {SOURCE: ("l", 40, 0)}
+
+
+def test_a_writer_whose_known_mark_another_moved_reads_it_again(place: Place) -> None:
+    """A writer skips the read of the marks it stored last; when another writer moved one
+    meanwhile (a new notifier), its conditional update misses and it reads them again."""
+    table = place.db.table_name("orders")
+    first = place.adapter(table, name="first", batch_events=100)
+    first.publish(records(1, 2), origins=at(1, 2))
+    assert first.flush(timeout=20)
+    second = place.adapter(table, name="second", batch_events=100)
+    second.publish(records(3, 4), origins=at(3, 4))
+    assert second.flush(timeout=20)
+    first.publish(records(3, 4, 5), origins=at(3, 4, 5))  # its own mark says 2: stale
+    assert first.flush(timeout=20)
+    assert place.rows(table, "k") == [(k,) for k in (10, 11, 20, 21, 30, 31, 40, 41, 50, 51)]
+    assert (first.stats.written, first.stats.skipped) == (6, 4)
+    assert place.marks() == {SOURCE: ("log-1", 5, 1)}
