@@ -127,17 +127,46 @@ def claim_marks(
     UPDATE per changed source: the fast path of a writer whose marks nobody else moved. The
     UPDATE locks the row as `read_marks` would; `MarkRace` when a row is not as `known` says
     (another writer moved it): the caller rolls back and goes the `read_marks` way."""
-    c = table.c
+    statement = _claim_statement(table)
     for source in sorted(after):
         origin, was = after[source], known[source]
         if origin == was:
             continue
         result = conn.execute(
-            sa.update(table)
-            .where(c.source == source, c.log_id == was.log_id, c.position == was.position, c.idx == was.index)
-            .values(log_id=origin.log_id, position=origin.position, idx=origin.index,
-                    updated_at=sa.func.current_timestamp())
+            statement,
+            {
+                "s": source, "was_log": was.log_id, "was_pos": was.position, "was_idx": was.index,
+                "log": origin.log_id, "pos": origin.position, "idx_": origin.index,
+            },
         )  # fmt: skip
         if result.rowcount != 1:
             msg = f"another writer moved the mark of source {source!r} in {DELIVERED_TABLE}"
             raise MarkRace(msg)
+
+
+_CLAIMS: dict[tuple[str | None, str], sa.Update] = {}
+
+
+def _claim_statement(table: sa.Table) -> sa.Update:
+    """The conditional UPDATE of `claim_marks`, built once per table (this runs per batch)."""
+    key = (table.schema, table.name)
+    found = _CLAIMS.get(key)
+    if found is None:
+        c, bind = table.c, sa.bindparam
+        found = (
+            sa.update(table)
+            .where(
+                c.source == bind("s"),
+                c.log_id == bind("was_log"),
+                c.position == bind("was_pos"),
+                c.idx == bind("was_idx"),
+            )
+            .values(
+                log_id=bind("log"),
+                position=bind("pos"),
+                idx=bind("idx_"),
+                updated_at=sa.func.current_timestamp(),
+            )
+        )
+        _CLAIMS[key] = found
+    return found

@@ -10,9 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from app.persistence import segments
-from app.persistence.records import encode
 
+from app.persistence import segments
 from app.persistence.input_log import (
     Events,
     FsyncPolicy,
@@ -22,6 +21,7 @@ from app.persistence.input_log import (
     InputLogFull,
     Tick,
 )
+from app.persistence.records import encode
 
 
 def bundle(n: int) -> Events:
@@ -179,7 +179,9 @@ def test_append_past_max_bytes_raises_input_log_full(tmp_path) -> None:
     with InputLog(tmp_path, "off", segment_bytes=1, max_bytes=limit) as log:
         assert log.append("p", bundle(1)) == 1
         assert log.append("p", bundle(2)) == 2
-        with pytest.raises(InputLogFull, match=f"input log of plan 'p' is full: .* limit {limit} bytes") as full:
+        with pytest.raises(
+            InputLogFull, match=f"input log of plan 'p' is full: .* limit {limit} bytes"
+        ) as full:
             log.append("p", bundle(3))
         assert (full.value.plan, full.value.limit) == ("p", limit)
         assert log.sizes()["p"] <= limit
