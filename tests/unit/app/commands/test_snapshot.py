@@ -63,6 +63,7 @@ def test_list_as_json(setup: Setup) -> None:
             "created_at": "2026-11-23T22:30:15.123456+00:00",
             "node": "node-1:9763",
             "size": 5,
+            "input_log": None,
             "input_position": 7,
             "state_format": 1,
             "text_sha256": meta.text_sha256,
