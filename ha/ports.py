@@ -129,3 +129,38 @@ class SnapshotStore(Protocol):
         """Delete snapshot `id` of `plan` (0 if `plan` has none of that id), or all of `plan`'s when
         `id` is None; the number deleted."""
         ...
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Who holds a plan's notifier lease, under which `epoch` (it only grows: each change of
+    holder adds one), and for how much longer, by the store's clock, when the store answered
+    (`ttl_ms`; 0: expired)."""
+
+    plan: str
+    holder: str
+    epoch: int
+    ttl_ms: int
+
+
+class LeaseStore(Protocol):
+    """Notifier leases, one per plan, decided by compare-and-set against the store's own clock.
+
+    No node's clock is read: a lease expires when the store's clock passes the moment it was
+    last granted plus its ttl. Each method is one atomic step and propagates the store's
+    exception when the store cannot answer (the caller then counts the lease as not renewed).
+    """
+
+    def acquire(self, plan: str, node: str, ttl_ms: int) -> Lease:
+        """Grant or renew `plan`'s lease to `node` for `ttl_ms` if it is free, expired, or
+        `node`'s already (a new holder gets the epoch + 1); else change nothing. Returns the
+        lease as it stands afterwards, whoever holds it."""
+        ...
+
+    def release(self, plan: str, node: str) -> bool:
+        """End `node`'s lease on `plan` now (a graceful stop, a move); False if it held none."""
+        ...
+
+    def current(self, plan: str) -> Lease | None:
+        """The lease of `plan` as it stands (its holder may have expired), None if never granted."""
+        ...

@@ -203,3 +203,15 @@ snapshot_chunks = sa.Table(
     sa.Column("data", large_binary(), nullable=False),
     **MYSQL_TABLE_ARGS,
 )
+
+# notifier leases of redundant plans (`app.registry.leases`); not entities: no revision moves.
+# `expires_ms` counts on the database's clock (ms since the epoch), never a node's.
+leases = sa.Table(
+    "cep_leases",
+    metadata,
+    sa.Column("plan", name_type(), primary_key=True),
+    sa.Column("holder", name_type(), nullable=False),
+    sa.Column("epoch", sa.BigInteger, nullable=False),
+    sa.Column("expires_ms", sa.BigInteger, nullable=False),
+    **MYSQL_TABLE_ARGS,
+)

@@ -285,7 +285,10 @@ def test_stop_lets_a_request_in_progress_finish_and_refuses_new_connections() ->
         try:
             socket.create_connection(("127.0.0.1", server.port), timeout=1).close()
             time.sleep(0.05)
-        except (ConnectionRefusedError, ConnectionResetError):  # reset: caught in the closing listener's backlog
+        except (
+            ConnectionRefusedError,
+            ConnectionResetError,
+        ):  # reset: caught in the closing listener's backlog
             refused = True
     assert refused
     assert stopping.is_alive()  # waiting for the request in progress

@@ -1,0 +1,102 @@
+"""`RegistryLeases`: the `LeaseStore` port of `ha.ports` on the registry database.
+
+One row per plan in `cep_leases`: holder, epoch, and when the lease expires in milliseconds on
+the *database's* clock (`expires_ms`), so the nodes' clocks never decide who holds a lease.
+`acquire` is one transaction: a conditional UPDATE that succeeds only for the holder or once
+the lease has expired (the row lock makes two nodes' requests take turns), else an INSERT for
+a plan never leased, else nothing; then the row as it stands. Leases are not registry
+entities: writing them moves no revision. Imports the registry's tables and `ha`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+
+from app.registry import migrate, schema
+from ha.ports import Lease
+
+if TYPE_CHECKING:
+    from app.registry.registry import Registry
+
+_NOW_MS = {
+    "mysql": "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)",
+    "postgresql": "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
+    "sqlite": "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+}
+
+
+def now_ms(dialect: str) -> sa.ColumnElement[int]:
+    """The database's clock in ms since the epoch, as an SQL expression."""
+    try:
+        return sa.literal_column(_NOW_MS[dialect], sa.BigInteger)
+    except KeyError:
+        msg = f"leases need MySQL/MariaDB, PostgreSQL or SQLite, not {dialect}"
+        raise ValueError(msg) from None
+
+
+class RegistryLeases:
+    """Notifier leases in the registry at `registry` (see `ha.ports.LeaseStore`)."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+
+    @contextmanager
+    def _writing(self) -> Iterator[sa.Connection]:
+        with self.registry.engine.connect() as conn:
+            conn.execution_options(**migrate.WRITE)
+            with conn.begin():
+                yield conn
+
+    def acquire(self, plan: str, node: str, ttl_ms: int) -> Lease:
+        if ttl_ms <= 0:
+            msg = f"a lease lasts a positive time, not {ttl_ms} ms"
+            raise ValueError(msg)
+        t, c = schema.leases, schema.leases.c
+        with self._writing() as conn:
+            now = now_ms(conn.dialect.name)
+            granted = conn.execute(
+                sa.update(t)
+                .where(c.plan == plan, sa.or_(c.holder == node, c.expires_ms <= now))
+                .ordered_values(  # MySQL assigns left to right, reading the new holder after its SET
+                    (c.epoch, sa.case((c.holder == node, c.epoch), else_=c.epoch + 1)),
+                    (c.holder, node),
+                    (c.expires_ms, now + ttl_ms),
+                )
+            )
+            if granted.rowcount == 0 and self._row(conn, plan) is None:  # never leased
+                try:
+                    with conn.begin_nested():  # a node inserting it first leaves our transaction usable
+                        conn.execute(
+                            sa.insert(t).values(plan=plan, holder=node, epoch=1, expires_ms=now + ttl_ms)
+                        )
+                except sa_exc.IntegrityError:
+                    pass  # another node leased it first: the row says who
+            lease = self._row(conn, plan)
+        assert lease is not None
+        return lease
+
+    def release(self, plan: str, node: str) -> bool:
+        c = schema.leases.c
+        with self._writing() as conn:
+            ended = conn.execute(
+                sa.update(schema.leases)
+                .where(c.plan == plan, c.holder == node)
+                .values(expires_ms=now_ms(conn.dialect.name))
+            )
+            return ended.rowcount == 1
+
+    def current(self, plan: str) -> Lease | None:
+        with self.registry.engine.connect() as conn:
+            return self._row(conn, plan)
+
+    @staticmethod
+    def _row(conn: sa.Connection, plan: str) -> Lease | None:
+        c = schema.leases.c
+        left = c.expires_ms - now_ms(conn.dialect.name)
+        row = conn.execute(sa.select(c.holder, c.epoch, left).where(c.plan == plan)).first()
+        return None if row is None else Lease(plan, row[0], int(row[1]), max(0, int(row[2])))
