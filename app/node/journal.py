@@ -80,11 +80,15 @@ class PlanJournal:
         self.clock = LoggedClock(self._first_time(first, last))
 
     def _first_time(self, first: int, last: int) -> int:
-        """The time the plan started at, when the log holds its whole life; else now."""
+        """The time the plan started at: a new log begins with a `Tick` of it, so that a replay
+        of the whole log starts the plan's clock (and its triggers' phase) where it started."""
         if first == 1 and last >= 1:
             for _, record in self._log.read(self.plan, 0):
                 return record.time_ms if isinstance(record, Tick) else record.at
-        return self._wall()
+        now = self._wall()
+        if last == 0:
+            self.position = self._log.append(self.plan, Tick(now))
+        return now
 
     # ---- live ----------------------------------------------------------------------------
 
@@ -152,17 +156,20 @@ class PlanJournal:
 
     # ---- recovery --------------------------------------------------------------------------
 
-    def recover(self, log_id: str | None, position: int | None) -> int:
+    def recover(self, restored: bool, log_id: str | None = None, position: int | None = None) -> int:
         """After the runtime was restored from a snapshot covering `position` of log `log_id`
-        (both None: no snapshot), replay what the log holds after it; how many records. When
-        the log cannot continue that state (another node's or an older log, a truncated or
-        shorter log), the log is reset: the state restored is all there is."""
+        (`restored` False: no snapshot), replay what the log holds after it; how many records.
+        When the log cannot continue that state (a snapshot taken without the log, another
+        node's or an older log, a truncated or shorter log), the log is reset: the state
+        restored is all there is."""
         first, last = self._log.bounds(self.plan)
-        if log_id is None and position is None:
+        if not restored:
             if first == 1:
                 return self._replay(0)
             why = f"it starts at position {first} and no snapshot covers the records before"
-        elif log_id != self.log_id or position is None:
+        elif log_id is None or position is None:
+            why = "the snapshot restored was taken without the input log"
+        elif log_id != self.log_id:
             why = "the snapshot restored was taken on another node or before the log was reset"
         elif position > last:
             why = f"the snapshot restored covers position {position} but the log ends at {last}"
@@ -183,7 +190,10 @@ class PlanJournal:
         """Start a new, empty log for the plan (`--discard-state`, a log that cannot be used)."""
         with self.lock:
             self.log_id = self._log.reset(self.plan)
-            self.position = 0
+            self._emitted.clear()
+            self._emitted_at = 0
+            self.clock.now = max(self.clock.now, self._wall())
+            self.position = self._log.append(self.plan, Tick(self.clock.now))
 
     def _replay(self, after: int) -> int:
         runtime = self._runtime()

@@ -218,9 +218,9 @@ class PlanManager:
         meta = restored.meta
         try:
             if meta is None:
-                journal.recover(None, None)
+                journal.recover(restored=False)
             else:
-                journal.recover(meta.input_log, meta.input_position)
+                journal.recover(True, meta.input_log, meta.input_position)
         except Exception:  # an unreadable log must not keep the plan from running either
             log.exception(
                 "plan %s: its input log cannot be replayed; it runs on from its snapshot", plan.name
@@ -276,7 +276,12 @@ class PlanManager:
                     return  # the plans importing it logged what they got from the run replayed
             if ingress.routes().get(stream_id):
                 rows: list[Row] = [tuple(e.data) for e in events]
-                ingress.forward(stream_id, rows, [e.timestamp for e in events], source=plan)
+                try:
+                    ingress.forward(stream_id, rows, [e.timestamp for e in events], source=plan)
+                except (
+                    Exception
+                ):  # another plan refused them (its input log is full): not this plan's failure
+                    log.exception("plan %s: its %s could not reach the plans importing it", plan, stream_id)
 
         return export
 
@@ -351,6 +356,10 @@ class PlanManager:
             for d in list(self._deployed.values()):
                 try:
                     nxt = d.runtime.tick() if d.journal is None else d.journal.tick()
+                except engine.CEPError:
+                    if self._deployed.get(d.plan.name) is d:
+                        log.exception("plan %s failed while firing its timers", d.plan.name)
+                    continue  # else: redeployed or undeployed meanwhile, its new runtime ticks next
                 except Exception:
                     allowed, held = self._timer_errors.allow()
                     if allowed:  # a full input log fails every tick: say so every 10 s, not 50 times a second

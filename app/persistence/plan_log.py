@@ -71,6 +71,9 @@ class PlanLog:
                 if i < len(found) - 1 or not scan.damage.torn:
                     raise InputLogCorrupt(str(path), scan.damage.offset, scan.damage.why)
                 self._cut(path, first + scan.count, scan.end, scan.damage.why)
+                # positions from the cut on will be taken again by other records: under a new log
+                # id, so that no output of a lost record passes for one of theirs
+                self.log_id = self._new_identity()
             self.segments.append((first, path, scan.end))
             expected = first + scan.count
         self.next = expected
@@ -91,6 +94,10 @@ class PlanLog:
             raise InputLogCorrupt(str(path), 0, f"unreadable log id ({exc})") from None
         if found:
             return found
+        return self._new_identity()
+
+    def _new_identity(self) -> str:
+        path = self.directory / ID_FILE
         made = uuid.uuid4().hex
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, PRIVATE_FILE)
         with os.fdopen(fd, "w", encoding="ascii") as f:

@@ -318,6 +318,9 @@ def _decode_columns(buf: memoryview) -> Events:
         elif tag == _C_MIXED:
             size, pos = _U32.unpack_from(buf, pos)[0], pos + 4
             raw, pos = _take(buf, pos, size)
+            if not len(raw) or raw[0] != EVENTS:  # row-wise only: no nesting
+                msg = "mixed column is not a row-wise payload"
+                raise RecordError(msg)
             inner = _decode(raw)
             if not isinstance(inner, Events) or len(inner.rows) != n:
                 msg = "mixed column does not hold one value per event"

@@ -186,8 +186,12 @@ class Runtime:
         scheduler.fire_until(clock.now())
 
     def tick(self) -> int | None:
-        """Wall clock: fire due timers now; returns the next due time (ms) or None."""
+        """Wall clock: fire due timers now; returns the next due time (ms) or None. A runtime
+        shut down (or handed over) raises `CEPError`, as `send` does."""
         with self._lock, GcPause():
+            if self._closed:
+                msg = f"plan '{self.name}' has been shut down"
+                raise CEPError(msg)
             self._scheduler.floor = self._clock.now()
             self._scheduler.fire_until(self._clock.now())
             return self._scheduler.next_due()

@@ -6,7 +6,9 @@ fence and before the rows, the adapter locks the batch's sources' rows here
 (`SELECT … FOR UPDATE`; SQLite has no such clause, but serialises writers: an empty UPDATE
 first makes the transaction a writer, so the read already holds the database's write lock),
 drops the records whose origin is not past the stored one (`keep_new`), writes the rest
-and stores the newest origin per source (`store_marks`). Rows and marks commit or roll
+and stores the newest origin per source (`store_marks`). A writer whose marks nobody else
+moved skips the read: one conditional UPDATE per source (`claim_marks`) both checks and moves
+its mark, and a miss (`MarkRace`) sends the batch back the locked-read way. Rows and marks commit or roll
 back together, so neither a replay nor a retried commit writes a record twice.
 
     source      VARCHAR(200) primary key   (MySQL/MariaDB: utf8mb4_bin, so case counts)

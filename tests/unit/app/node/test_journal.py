@@ -89,7 +89,7 @@ def test_a_snapshot_and_the_log_after_it_give_the_uninterrupted_outputs(tmp_path
             second = Run(first.directory, Wall(OPS[max(crash - 1, 0)][0]))  # restarted at once
             second.runtime.restore(blob)
             second.wall.now = 10**12  # the replay must not read the wall clock
-            assert second.journal.recover(log_id, position) == first.journal.position - position
+            assert second.journal.recover(True, log_id, position) == first.journal.position - position
             second.do(OPS[crash:])
             assert second.out == whole.out[emitted_before_cut:], f"cut {cut}, crash {crash}"
 
@@ -97,11 +97,11 @@ def test_a_snapshot_and_the_log_after_it_give_the_uninterrupted_outputs(tmp_path
 def test_without_a_snapshot_the_whole_log_replays_from_the_plans_first_start(tmp_path: Path) -> None:
     whole = Run(tmp_path / "whole")
     whole.do(OPS)
-    first = Run(tmp_path / "log")
+    first = Run(tmp_path / "log", Wall(OPS[0][0] - 500))  # started half a second before the first event
     first.do(OPS[:9])
     second = Run(tmp_path / "log", Wall(10**12))
-    assert second.journal.clock.now == OPS[0][0]  # the runtime started when the first one did
-    assert second.journal.recover(None, None) == first.journal.position
+    assert second.journal.clock.now == OPS[0][0] - 500  # the runtime started when the first one did
+    assert second.journal.recover(restored=False) == first.journal.position
     assert second.journal.clock.now == OPS[8][0]
     second.do(OPS[9:])
     assert second.out == whole.out
@@ -114,19 +114,19 @@ def test_a_log_that_cannot_continue_the_restored_state_is_reset(
     first.do(OPS[:5])
     old_id = first.journal.log_id
     second = Run(tmp_path / "log")
-    assert second.journal.recover("another-nodes-log", 3) == 0
+    assert second.journal.recover(True, "another-nodes-log", 3) == 0
     assert "its input log does not continue the state restored" in caplog.text
     assert second.journal.log_id != old_id
-    assert second.log.bounds("p") == (1, 0)
+    assert second.log.bounds("p") == (1, 1)  # only the new log's start
     second.do(OPS[5:6])
-    assert second.journal.position == 1  # a new log counts from 1
+    assert second.journal.position == 2  # a new log counts from 1
 
 
 def test_a_snapshot_beyond_the_end_of_the_log_resets_it(tmp_path: Path) -> None:
     first = Run(tmp_path / "log")
     first.do(OPS[:4])
     second = Run(tmp_path / "log")
-    assert second.journal.recover(first.journal.log_id, 10) == 0  # the log lost its tail
+    assert second.journal.recover(True, first.journal.log_id, 10) == 0  # the log lost its tail
     assert second.journal.log_id != first.journal.log_id
 
 
@@ -147,3 +147,36 @@ def test_outputs_carry_where_in_the_log_they_come_from(tmp_path: Path) -> None:
         assert index == (previous[1] + previous[2] if position == previous[0] else 0)
         previous = (position, index, n)
     assert previous[0] <= run.journal.position
+
+
+def test_a_snapshot_taken_without_the_log_is_not_replayed_over(tmp_path: Path) -> None:
+    first = Run(tmp_path / "log")
+    first.do(OPS[:6])
+    second = Run(tmp_path / "log")
+    assert second.journal.recover(True, None, None) == 0  # a snapshot with no log position
+    assert second.journal.log_id != first.journal.log_id
+
+
+def test_a_replay_without_a_snapshot_keeps_a_triggers_phase(tmp_path: Path) -> None:
+    plan = """
+    define trigger Beat at every 300 millisec;
+    define stream Beats (t long);
+    from Beat select triggered_time as t insert into Beats;
+    """
+    wall = Wall(1_000)
+    log = InputLog(tmp_path / "log", "off")
+    journal = PlanJournal("t", log, wall)
+    live = engine.compile(plan, clock="wall", wall_time=journal.clock)
+    journal.runtime = live
+    fired: list[int] = []
+    live.subscribe("Beats", lambda events: fired.extend(e.data[0] for e in events))
+    for now in range(1_100, 2_400, 100):
+        wall.now = now
+        journal.tick()
+    again = PlanJournal("t", InputLog(tmp_path / "log", "off"), Wall(10**12))
+    replayed = engine.compile(plan, clock="wall", wall_time=again.clock)
+    again.runtime = replayed
+    seen: list[int] = []
+    replayed.subscribe("Beats", lambda events: seen.extend(e.data[0] for e in events))
+    again.recover(restored=False)
+    assert fired and seen == fired

@@ -91,8 +91,10 @@ def test_torn_tail_at_every_byte_of_the_last_record_is_cut(tmp_path, caplog) -> 
         shutil.copytree(tmp_path / "whole", root)
         segment_files(root)[0].write_bytes(whole[:cut])
         caplog.clear()
+        before = (root / "p" / "id").read_text()
         with caplog.at_level(logging.WARNING), InputLog(root, "off") as log:
             assert list(log.read("p")) == [(1, bundle(1)), (2, bundle(2))]
+            assert log.log_id("p") != before  # position 3 is taken again: by another log
             assert log.append("p", Tick(7)) == 3
             assert list(log.read("p", after=2)) == [(3, Tick(7))]
         (line,) = [r.getMessage() for r in caplog.records]
