@@ -26,7 +26,7 @@ from app.node.auth import Credentials
 from app.node.errors import UnknownPlan
 from app.node.http_api import json_error, login_refusal
 from app.node.plans import PlanManager
-from app.node.snapshots import SnapshotKeeper, SnapshotTooLarge, describe
+from app.node.snapshots import SnapshotDeferred, SnapshotKeeper, SnapshotTooLarge, describe
 from engine import RestoreReport
 from engine.errors import StateError
 from ha.errors import SnapshotCorrupt, SnapshotMissing
@@ -68,6 +68,8 @@ def snapshots_blueprint(plans: PlanManager, keeper: SnapshotKeeper, credentials:
             meta = keeper.take(*found)
         except SnapshotTooLarge as exc:
             return json_error(413, f"plan {name!r}: {exc}")
+        except SnapshotDeferred as exc:
+            return json_error(409, str(exc))
         except sqlalchemy.exc.SQLAlchemyError as exc:
             return _registry_down(exc)
         return _json(201, meta.to_json())

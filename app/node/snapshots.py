@@ -49,6 +49,10 @@ def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+class SnapshotDeferred(HAError):
+    """The plan's runtime is being replaced; a snapshot now would not match its input log."""
+
+
 class SnapshotTooLarge(HAError):
     """A snapshot over `[persistence] max_snapshot_bytes`: not stored."""
 
@@ -196,7 +200,10 @@ class SnapshotKeeper:
         journal = None if self._journals is None else self._journals.get(plan.name)
         log_id: str | None = None
         position: int | None = None
-        if journal is not None and journal.runtime is runtime:
+        if journal is not None:
+            if journal.runtime is not runtime:  # a redeploy is switching runtimes right now
+                msg = f"plan {plan.name} is being redeployed; take its snapshot again in a moment"
+                raise SnapshotDeferred(msg)
             capture, log_id, position = journal.capture()
         else:
             capture = runtime.capture()
