@@ -138,8 +138,8 @@ class Ingress:
                 refused = exc
                 log.error("plan %s refused %s: %s", binding.plan, counted(len(rows), "event"), exc)
             except Exception:
-                replacement = self._redeployed(binding)
-                if replacement is not None:
+                replacement = None if journal is not None else self._redeployed(binding)
+                if replacement is not None:  # (a journal hands a bundle to the new runtime itself)
                     # the plan was redeployed while these events were on their way: the new runtime takes them
                     self._send((replacement,), rows, timestamps)
                     continue

@@ -118,6 +118,7 @@ class Node:
             restore=self.snapshots.restore,
             retire=self.snapshots.farewell,
             journals=self.journals,
+            checkpoint=self.snapshots.checkpoint,
         )
         self.credentials = Credentials(self.registry.verify_user, throttle=login_throttle(config.login))
         self.thrift: DataBridgeServer | None = None

@@ -157,13 +157,15 @@ class OutputHub:
                 route = self._route(entry_f, running, attributes, problems)
                 if route is not None:
                     routes.setdefault(entry_f.stream, []).append(route)
-            for name, r in fresh.items():
-                r.adapter.start()
-                log.info("output adapter %s (%s) started", name, r.adapter.kind)
             self._adapters = running
             self._routes = {stream: tuple(rs) for stream, rs in routes.items()}
+        # the adapters replaced deliver what they hold before their successors write anything:
+        # two writers of one source at once could let a later record's mark skip an earlier one
         for adapter in retired:
             self._retire(adapter)
+        for name, r in fresh.items():
+            r.adapter.start()  # what was published to it meanwhile waited in its buffer
+            log.info("output adapter %s (%s) started", name, r.adapter.kind)
         for problem in problems:
             log.error("%s %s not started: %s", problem.kind, problem.name, problem.message)
         self.problems = problems

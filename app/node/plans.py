@@ -77,6 +77,7 @@ class PlanManager:
         restore: Callable[[ExecutionPlan, Runtime], Restored] | None = None,
         retire: Callable[[ExecutionPlan, Runtime], object] | None = None,
         journals: Journals | None = None,
+        checkpoint: Callable[[ExecutionPlan, Runtime], object] | None = None,
     ) -> None:
         self._catalog = catalog
         self._ingress = ingress
@@ -85,6 +86,7 @@ class PlanManager:
         self._restore = restore
         self._retire = retire
         self.journals = journals
+        self._checkpoint = checkpoint
         self._lock = threading.Lock()
         self._deployed: dict[str, Deployed] = {}
         self._status: dict[str, PlanStatus] = {}
@@ -200,6 +202,9 @@ class PlanManager:
             log.warning("plan %s starts with empty state after its redeploy: %s", name, exc)
             return
         log.info("plan %s carried its state over: %s", name, describe(report))
+        if fresh.journal is not None and self._checkpoint is not None:
+            # its log so far ran through the old text: a replay must start after this point
+            self._checkpoint(fresh.plan, fresh.runtime)
 
     def _restore_into(self, plan: ExecutionPlan, fresh: Deployed) -> None:
         """Restore the plan's newest snapshot, then replay its input log after it."""

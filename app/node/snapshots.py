@@ -260,6 +260,11 @@ class SnapshotKeeper:
     def farewell(self, plan: ExecutionPlan, runtime: Runtime) -> None:
         """A last snapshot of a persistence-mode plan that stops running here (undeployed,
         disabled, a failed redeploy): enabled again, it carries on from this state."""
+        self.checkpoint(plan, runtime)
+
+    def checkpoint(self, plan: ExecutionPlan, runtime: Runtime) -> None:
+        """A snapshot of a persistence-mode plan now (failures logged): after a redeploy, so
+        that a replay never runs input from before the edit through the new text."""
         if persistent(plan) and plan.name not in self._unread:
             self._take_logged(plan, runtime)
 

@@ -86,7 +86,10 @@ class InputLog:
             raise InputLogError(msg)
         self.directory = Path(directory)
         self.directory.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
-        self.segment_bytes = segment_bytes
+        # truncation drops whole segments: one segment must be a small part of the bound
+        self.segment_bytes = (
+            segment_bytes if max_bytes is None else min(segment_bytes, max(1, max_bytes // 8))
+        )
         self.max_bytes = max_bytes
         self._plans: dict[str, PlanLog] = {}
         self._lock = threading.Lock()

@@ -106,3 +106,31 @@ def test_discard_state_starts_a_new_log(tmp_path: Path, caplog: pytest.LogCaptur
         assert journals2.input_log.log_id("counts") != old_id
     finally:
         second.close()
+
+
+def test_a_redeploy_takes_a_snapshot_so_a_replay_never_runs_old_input_through_the_new_text(
+    tmp_path: Path,
+) -> None:
+    first = Manager(tmp_path)
+    keeper, _ = journaled(first, tmp_path)
+    first.plans = PlanManager(
+        first.catalog, first.ingress, first.outputs, restore=keeper.restore, retire=keeper.farewell,
+        journals=first.plans.journals, checkpoint=keeper.checkpoint,
+    )  # fmt: skip
+    first.apply(plan())
+    first.ingress.publish_rows("s2:1.0.0", [(1,)])
+    first.ingress.publish_rows("s2:1.0.0", [(2,)])
+    doubled = COUNTING.replace("sum(v) as total", "sum(v * 10) as total")
+    first.apply(ExecutionPlan("counts", doubled, snapshot_interval_minutes=60))
+    first.ingress.publish_rows("s2:1.0.0", [(3,)])
+    # dies here: without the snapshot at the redeploy, the replay would count 1 and 2 times ten
+
+    second = Manager(tmp_path)
+    journaled(second, tmp_path)
+    try:
+        second.apply(ExecutionPlan("counts", doubled, snapshot_interval_minutes=60))
+        counts = second.watch("counts", "Counts")
+        second.ingress.publish_rows("s2:1.0.0", [(4,)])
+        assert counts == [[(2, 70)]]  # 'count' started anew at the edit: 3*10 + 4*10 (not 4 events, 100)
+    finally:
+        second.close()

@@ -309,3 +309,18 @@ def test_an_unset_reference_leaves_the_adapter_out_naming_the_entry_and_variable
     assert problems[1].message.startswith(
         "output adapter 'log': config.prefix: environment variable CEPHEUS_TEST_UNSET_TOO is not set"
     )
+
+
+def test_a_replaced_adapter_delivers_what_it_holds_before_its_successor_writes(
+    hub: OutputHub, db: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Both write the same sources: a successor writing first could move a mark past the
+    records its predecessor still holds, which would then be skipped."""
+    sources = [DataSource("db", f"sqlite:///{db}")]
+    hub.configure([table_adapter()], [map_formatter()], sources, attributes)
+    with caplog.at_level(logging.INFO, logger="app.node.outputs"):
+        assert hub.configure([table_adapter(batch_events=50)], [map_formatter()], sources, attributes) == []
+    lines = [r.getMessage() for r in caplog.records]
+    stopped = next(i for i, line in enumerate(lines) if line.startswith("output adapter out stopped"))
+    started = next(i for i, line in enumerate(lines) if line.startswith("output adapter out (rdbms) started"))
+    assert stopped < started
