@@ -1,0 +1,102 @@
+"""`EpochFence`: the sink database's side of a notifier lease.
+
+A write of plan P by a notifier holding P's lease under epoch E passes `EpochFence(P, E)` as
+the adapter's fence. Inside the write transaction, before the rows, it locks P's row in
+`cepheus_fence` (`SELECT … FOR UPDATE`; SQLite serialises writers instead) and:
+- a stored epoch below E is raised to E: the first write of a new notifier fences off the old
+  one, in the same transaction as its rows;
+- a stored epoch above E refuses the write (`NotLeader`): a deposed or paused notifier's late
+  write is rejected by the database itself, whatever its own clock says;
+- equal: the write goes ahead.
+Because the row is locked until the transaction ends, a new notifier's first write waits for
+an old one's write in flight instead of racing it, and after it commits no write of the old
+epoch can commit.
+
+    plan        VARCHAR(200) primary key   (MySQL/MariaDB: utf8mb4_bin)
+    epoch       BIGINT
+
+The table is created on first use, on a connection of its own (DDL inside the write's
+transaction would commit it on MySQL). Imports `engine.errors` and sibling modules only.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.dialects import mysql
+
+from adapters.output.rdbms.schema import quoted
+from engine.errors import NotLeader
+
+FENCE_TABLE = "cepheus_fence"
+MAX_PLAN = 200
+
+_ready: set[tuple[str, str | None]] = set()  # (database URL, schema) where the table exists
+_ready_lock = threading.Lock()
+
+
+def fence_table(schema: str | None) -> sa.Table:
+    plan_type = sa.String(MAX_PLAN).with_variant(
+        mysql.VARCHAR(MAX_PLAN, charset="utf8mb4", collation="utf8mb4_bin"), "mysql", "mariadb"
+    )
+    return sa.Table(
+        quoted(FENCE_TABLE),
+        sa.MetaData(),
+        sa.Column(quoted("plan"), plan_type, primary_key=True, autoincrement=False),
+        sa.Column(quoted("epoch"), sa.BigInteger, nullable=False, autoincrement=False),
+        schema=quoted(schema) if schema else None,
+    )
+
+
+class EpochFence:
+    """Fence of plan `plan` for a writer holding its lease under `epoch` (see the module)."""
+
+    def __init__(self, plan: str, epoch: int, schema: str | None = None) -> None:
+        if not plan or len(plan) > MAX_PLAN or epoch < 1:
+            msg = f"a fence needs a plan name of 1 to {MAX_PLAN} characters and an epoch >= 1"
+            raise ValueError(msg)
+        self.plan = plan
+        self.epoch = epoch
+        self.table = fence_table(schema)
+
+    def __call__(self, conn: sa.Connection) -> None:
+        self._ensure(conn.engine)
+        t, c = self.table, self.table.c
+        if conn.dialect.name == "sqlite":  # take the write lock now: the read below must not go stale
+            conn.execute(sa.update(t).where(sa.false()).values(epoch=c.epoch))
+        stored = conn.execute(sa.select(c.epoch).where(c.plan == self.plan).with_for_update()).scalar()
+        if stored is None:
+            try:
+                with conn.begin_nested():
+                    conn.execute(sa.insert(t).values(plan=self.plan, epoch=self.epoch))
+                return
+            except sa_exc.IntegrityError:
+                stored = conn.execute(
+                    sa.select(c.epoch).where(c.plan == self.plan).with_for_update()
+                ).scalar()
+        if stored is None or stored == self.epoch:
+            return
+        if stored > self.epoch:
+            msg = (
+                f"plan {self.plan}: this node writes under lease epoch {self.epoch}, "
+                f"but epoch {stored} has written since: it is no longer the notifier"
+            )
+            raise NotLeader(msg)
+        conn.execute(sa.update(t).where(c.plan == self.plan).values(epoch=self.epoch))
+
+    def _ensure(self, engine: sa.Engine) -> None:
+        key = (engine.url.render_as_string(hide_password=False), self.table.schema)
+        if key in _ready:
+            return
+        with _ready_lock:
+            if key in _ready:
+                return
+            try:
+                with engine.begin() as ddl:
+                    self.table.create(ddl, checkfirst=True)
+            except sa_exc.SQLAlchemyError:
+                if not sa.inspect(engine).has_table(FENCE_TABLE, schema=self.table.schema):
+                    raise  # the database is down or refuses: the adapter retries the write
+            _ready.add(key)
