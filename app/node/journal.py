@@ -277,10 +277,9 @@ class Journals:
 
     def truncate(self, plan: str, log_id: str, upto: int) -> int:
         """Drop the records of `plan`'s log up to `upto` if it is log `log_id`; segments deleted."""
-        journal = self._journals.get(plan)
-        if journal is None or journal.log_id != log_id:
+        if self._journals.get(plan) is None:
             return 0
-        return self.input_log.truncate(plan, upto)
+        return self.input_log.truncate(plan, upto, log_id)
 
     def sizes(self) -> dict[str, int]:
         return {} if self._input_log is None else self._input_log.sizes()

@@ -92,7 +92,7 @@ class InputLog:
         )
         self.max_bytes = max_bytes
         self._plans: dict[str, PlanLog] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # reset() holds it while it opens the plan's new log
         self._closed = False
         self._stop = threading.Event()
         self._interval = interval_ms / 1000
@@ -150,18 +150,16 @@ class InputLog:
             return plan_log.segments[0][0], plan_log.next - 1
 
     def reset(self, plan: str) -> str:
-        """Delete `plan`'s records and start a new log (a new id, positions from 1); its id."""
-        with self._lock:
-            plan_log = self._plans.pop(plan, None)
-        if plan_log is None:
+        """Delete `plan`'s records and start a new log (a new id, positions from 1); its id.
+        Another thread that still holds the old log finds it refusing ("it was reset")."""
+        with self._lock:  # no other thread opens the plan's log meanwhile
             plan_log = self._plan(plan, create=True)
             assert plan_log is not None
-            with self._lock:
-                self._plans.pop(plan, None)
-        with plan_log.sync_lock, plan_log.lock:
-            plan_log.remove()
-        fresh = self._plan(plan, create=True)
-        assert fresh is not None
+            with plan_log.sync_lock, plan_log.lock:
+                plan_log.remove()
+            del self._plans[plan]
+            fresh = self._plan(plan, create=True)
+            assert fresh is not None
         log.info("input log of plan '%s' reset: new log %s", plan, fresh.log_id)
         return fresh.log_id
 
@@ -207,13 +205,16 @@ class InputLog:
                 msg = f"input log of plan '{plan}': {path} was truncated while being read"
                 raise InputLogError(msg) from None
 
-    def truncate(self, plan: str, upto: int) -> int:
-        """Delete the segments whose records all have positions <= `upto`; how many."""
+    def truncate(self, plan: str, upto: int, log_id: str | None = None) -> int:
+        """Delete the segments whose records all have positions <= `upto`; how many. Given
+        `log_id`, only if the plan's log is still that one (not reset meanwhile)."""
         plan_log = self._plan(plan, create=False)
         if plan_log is None:
             return 0
         with plan_log.lock:
             self._check_open(plan_log)
+            if log_id is not None and plan_log.log_id != log_id:
+                return 0
             kept = plan_log.segments
             if upto >= plan_log.next - 1 and kept[-1][2]:
                 plan_log.roll()

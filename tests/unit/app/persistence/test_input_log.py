@@ -403,3 +403,16 @@ def test_events_keep_the_time_they_were_processed_at(tmp_path) -> None:
     with InputLog(tmp_path, "off") as log:
         log.append("p", Events("S", [5], [(1, "a")], at=1234))
         assert list(log.read("p")) == [(1, Events("S", [5], [(1, "a")], at=1234))]
+
+
+def test_truncate_of_a_log_reset_meanwhile_does_nothing(tmp_path) -> None:
+    with InputLog(tmp_path, "off", segment_bytes=1) as log:
+        old = log.log_id("p")
+        for n in range(4):
+            log.append("p", Tick(n))
+        log.reset("p")
+        for n in range(4):
+            log.append("p", Tick(n))
+        assert log.truncate("p", 3, old) == 0  # a snapshot of the old log: not this one's positions
+        assert log.bounds("p") == (1, 4)
+        assert log.truncate("p", 3, log.log_id("p")) == 3
