@@ -25,10 +25,12 @@ without transactions); it raises to abort the write. See `OutputAdapter.publish`
 
 
 _BIGINT = 2**63  # positions and indexes are stored as signed 64-bit integers
+MAX_SOURCE = 200  # characters of `Origin.source` a target must be able to store
+MAX_LOG_ID = 64
 
 
-@dataclass(frozen=True, slots=True)
-class Origin:
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: one is made per output record, and a
+class Origin:  # frozen dataclass's __init__ costs twice as much; nothing changes one once made
     """Where an output record came from: output `index` (0, 1, ...) of those that input-log record
     `position` of log `log_id` caused on `source` (plan/stream/formatter). Replays regenerate
     the same origins, so a target that records the last one it wrote can skip what it already has."""
@@ -38,17 +40,14 @@ class Origin:
     position: int
     index: int
 
-    MAX_SOURCE = 200
-    MAX_LOG_ID = 64
-
     def problem(self) -> str | None:
         """Why a target cannot record this origin, or None when it can."""
-        if not isinstance(self.source, str) or not 0 < len(self.source) <= Origin.MAX_SOURCE:
-            return f"source must be a string of 1 to {Origin.MAX_SOURCE} characters"
+        if not isinstance(self.source, str) or not 0 < len(self.source) <= MAX_SOURCE:
+            return f"source must be a string of 1 to {MAX_SOURCE} characters"
         if self.source.endswith(" "):  # MySQL compares strings ignoring trailing spaces
             return "source must not end with a space"
-        if not isinstance(self.log_id, str) or not 0 < len(self.log_id) <= Origin.MAX_LOG_ID:
-            return f"log_id must be a string of 1 to {Origin.MAX_LOG_ID} characters"
+        if not isinstance(self.log_id, str) or not 0 < len(self.log_id) <= MAX_LOG_ID:
+            return f"log_id must be a string of 1 to {MAX_LOG_ID} characters"
         for field in ("position", "index"):
             value = getattr(self, field)
             if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < _BIGINT:
@@ -61,6 +60,10 @@ class Origin:
         if other is None or other.log_id != self.log_id:
             return True
         return (self.position, self.index) > (other.position, other.index)
+
+
+def _counts(position: object, index: object) -> bool:
+    return type(position) is int and type(index) is int and 0 <= position < _BIGINT and 0 <= index < _BIGINT
 
 
 Origins: TypeAlias = Sequence[Origin | None]
@@ -81,10 +84,18 @@ def check_origins(
             "pass one origin (or None) per record"
         )
         raise RecordError(msg)
+    checked: set[tuple[str, str]] = set()  # (source, log_id) pairs found usable: check their ints only
     for i, origin in enumerate(listed):
         if origin is None:
             continue
-        problem = origin.problem() if isinstance(origin, Origin) else f"is a {type(origin).__name__}"
+        if not isinstance(origin, Origin):
+            problem: str | None = f"is a {type(origin).__name__}"
+        elif (origin.source, origin.log_id) in checked and _counts(origin.position, origin.index):
+            continue
+        else:
+            problem = origin.problem()
+            if problem is None:
+                checked.add((origin.source, origin.log_id))
         if problem is not None:
             msg = f"adapter {adapter}: origin {i} ({origin!r}): {problem}"
             raise RecordError(msg)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters.output import AdapterStats, AdapterStopped, OutputAdapter, build_adapter
-from adapters.output.base import Origin
+from adapters.output.base import MAX_SOURCE, Origin
 from adapters.output.throttle import Throttle
 from adapters.wording import counted
 from app.config import Adapters as AdapterDefaults
@@ -36,7 +36,6 @@ from formatters.base import Formatter as FormatterImpl
 log = logging.getLogger(__name__)
 
 Provenance = tuple[str, Where]  # (plan, where in its input log the records come from)
-MAX_SOURCE = 200
 
 
 def origin_source(plan: str, stream_id: str, formatter: str) -> str:

@@ -30,7 +30,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import mysql
 
-from adapters.output.base import Origin
+from adapters.output.base import MAX_LOG_ID, MAX_SOURCE, Origin
 from adapters.output.rdbms.schema import quoted
 
 DELIVERED_TABLE = "cepheus_delivered"
@@ -44,14 +44,14 @@ class MarkRace(Exception):
 
 def delivered_table(schema: str | None) -> sa.Table:
     """The table as SQLAlchemy sees it, in `schema` (the adapter's) when given."""
-    source_type = sa.String(Origin.MAX_SOURCE).with_variant(
-        mysql.VARCHAR(Origin.MAX_SOURCE, charset="utf8mb4", collation="utf8mb4_bin"), "mysql", "mariadb"
+    source_type = sa.String(MAX_SOURCE).with_variant(
+        mysql.VARCHAR(MAX_SOURCE, charset="utf8mb4", collation="utf8mb4_bin"), "mysql", "mariadb"
     )
     return sa.Table(
         quoted(DELIVERED_TABLE),
         sa.MetaData(),
         sa.Column(quoted("source"), source_type, primary_key=True, autoincrement=False),
-        sa.Column(quoted("log_id"), sa.String(Origin.MAX_LOG_ID), nullable=False),
+        sa.Column(quoted("log_id"), sa.String(MAX_LOG_ID), nullable=False),
         sa.Column(quoted("position"), sa.BigInteger, nullable=False, autoincrement=False),
         sa.Column(quoted("idx"), sa.BigInteger, nullable=False, autoincrement=False),
         sa.Column(quoted("updated_at"), sa.DateTime, nullable=False),
