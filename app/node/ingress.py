@@ -127,6 +127,14 @@ class Ingress:
     def _send(self, bindings: tuple[Binding, ...], rows: list[Row], timestamps: list[int] | int) -> None:
         logged: list[tuple[PlanJournal, int]] = []
         refused: InputLogError | None = None
+        if len(bindings) > 1:  # one plan's full log refuses the bundle before any plan takes it
+            for binding in bindings:
+                if binding.journal is not None:
+                    try:
+                        binding.journal.check_room(len(rows))
+                    except InputLogError as exc:
+                        log.error("plan %s refused %s: %s", binding.plan, counted(len(rows), "event"), exc)
+                        raise
         for binding in bindings:
             journal = binding.journal
             try:

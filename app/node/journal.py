@@ -33,6 +33,8 @@ from engine.errors import CEPError
 log = logging.getLogger(__name__)
 
 PROGRESS_SECONDS = 5.0
+ROOM_PER_EVENT = 4096  # bytes a bundle's record is assumed to need per event, at most
+ROOM_PER_BUNDLE = 64 * 1024
 
 
 def wall_ms() -> int:
@@ -120,6 +122,11 @@ class PlanJournal:
             self.position = position
             self._process(lambda r: r.tick())
             return self._runtime().next_timer()
+
+    def check_room(self, rows: int) -> None:
+        """`InputLogFull` when a bundle of `rows` events might not fit in the plan's log (a
+        generous estimate: the exact check comes with the append)."""
+        self._log.check_room(self.plan, ROOM_PER_EVENT * rows + ROOM_PER_BUNDLE)
 
     def durable(self, position: int) -> None:
         """Return once the record at `position` is as durable as the fsync policy makes it."""

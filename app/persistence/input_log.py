@@ -128,6 +128,16 @@ class InputLog:
             plan_log.sync(position, undo_on_failure=True)
         return position
 
+    def check_room(self, plan: str, margin: int) -> None:
+        """Raise `InputLogFull` when `plan`'s log is within `margin` bytes of `max_bytes`: a
+        caller about to append to several logs asks each first, so that one full log refuses
+        the whole bundle before any other log (and plan) has taken it."""
+        if self.max_bytes is None:
+            return
+        plan_log = self._plans.get(plan)
+        if plan_log is not None and plan_log.size + margin > self.max_bytes:
+            raise InputLogFull(plan, plan_log.size, self.max_bytes)
+
     def durable(self, plan: str, position: int) -> None:
         """Under "always", return once every record of `plan` up to `position` is on disk."""
         if self.policy is FsyncPolicy.ALWAYS:

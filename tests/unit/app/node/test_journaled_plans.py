@@ -134,3 +134,28 @@ def test_a_redeploy_takes_a_snapshot_so_a_replay_never_runs_old_input_through_th
         assert counts == [[(2, 70)]]  # 'count' started anew at the edit: 3*10 + 4*10 (not 4 events, 100)
     finally:
         second.close()
+
+
+def test_one_plans_full_log_refuses_the_bundle_before_another_plan_takes_it(tmp_path: Path) -> None:
+    from app.persistence.input_log import Events, InputLogFull
+    from app.persistence.records import encode
+    from app.persistence.segments import frame
+
+    m = Manager(tmp_path)
+    journals = Journals(lambda: InputLog(tmp_path / "input-log", "off", max_bytes=1 << 20))
+    m.plans = PlanManager(m.catalog, m.ingress, m.outputs, journals=journals)
+    try:
+        m.apply(
+            plan(), ExecutionPlan("other", COUNTING.replace("Counts", "Others"), snapshot_interval_minutes=60)
+        )
+        others = m.watch("other", "Others")
+        framed = len(frame(encode(Events("In", [0], [("",)]))))
+        room = (1 << 20) - journals.sizes()["counts"]
+        journals.input_log.append(
+            "counts", Events("In", [0], [("x" * (room - framed - 20),)])
+        )  # 20 bytes left
+        with pytest.raises(InputLogFull, match="input log of plan 'counts' is full"):
+            m.ingress.publish_rows("s2:1.0.0", [(1,)])
+        assert others == []  # the other plan did not take the refused bundle either
+    finally:
+        m.close()
