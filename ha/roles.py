@@ -1,0 +1,87 @@
+"""`PlanRole`: one node's role for one redundant plan, and what it should do next.
+
+Driven by ticks: each tick brings the membership view (`alive`), whether this node has caught
+up with the plan's input, and the answer to the last lease request. The rules:
+- a node asks for the lease when placement names it notifier, or when the lease's holder is
+  not alive in its view (takeover: a dead notifier's lease is taken as soon as it expires,
+  and a closed connection makes it dead at once), but never before it has caught up;
+- it notifies only while `ha.lease.Holder` says the lease holds;
+- a notifier that placement no longer names (a member came back, an operator moved the plan)
+  releases the lease once the preferred member has caught up, so the move costs no gap;
+- a node that does not hold the lease is a standby: it processes the plan's input and keeps
+  its outputs for a takeover, but writes nothing.
+Views may disagree during a partition: then two nodes may both ask, and the store grants one.
+
+Pure logic. Imports `ha.lease`, `ha.placement` and `ha.ports` only.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from ha.lease import Holder, Timing
+from ha.placement import notifier
+from ha.ports import Lease
+
+
+class Role(enum.StrEnum):
+    STANDBY = "standby"
+    NOTIFIER = "notifier"
+
+
+class Action(enum.StrEnum):
+    ACQUIRE = "acquire"  # ask the store for (or to renew) the lease
+    RELEASE = "release"  # give the lease up now (a move); the next holder takes over at once
+    NOTHING = "nothing"
+
+
+@dataclass(frozen=True)
+class Decision:
+    role: Role
+    action: Action
+
+
+class PlanRole:
+    """This node's (`node`) role for plan `plan`."""
+
+    def __init__(self, plan: str, node: str, timing: Timing) -> None:
+        self.plan = plan
+        self.node = node
+        self.holder = Holder(node, timing)
+        self.lease: Lease | None = None  # the store's last answer, whoever holds it
+
+    def answered(self, sent: float, lease: Lease | None) -> None:
+        """The store answered a request sent at `sent` (None: it did not answer)."""
+        if lease is not None:
+            self.lease = lease
+        self.holder.asked(sent, lease)
+
+    def released(self) -> None:
+        self.holder.step_down()
+        self.lease = None
+
+    def tick(
+        self,
+        now: float,
+        alive: Iterable[str],
+        caught_up: bool,
+        pinned: Mapping[str, str] | None = None,
+        others_caught_up: bool = True,
+    ) -> Decision:
+        members = sorted(set(alive) | {self.node})
+        holds = self.holder.holds(now)
+        role = Role.NOTIFIER if holds else Role.STANDBY
+        preferred = notifier(self.plan, members, pinned)
+        if holds:
+            if preferred != self.node and others_caught_up:
+                return Decision(Role.STANDBY, Action.RELEASE)
+            return Decision(role, Action.ACQUIRE if self.holder.due(now) else Action.NOTHING)
+        if not caught_up:
+            return Decision(role, Action.NOTHING)
+        holder = self.lease.holder if self.lease is not None else None
+        orphaned = holder is None or holder == self.node or holder not in members
+        if (preferred == self.node or orphaned) and self.holder.due(now):
+            return Decision(role, Action.ACQUIRE)
+        return Decision(role, Action.NOTHING)

@@ -1,0 +1,59 @@
+"""A node's role for a redundant plan: who asks for the lease, when a standby takes over, when a
+notifier moves the plan on, and that nobody asks before it has caught up."""
+
+from __future__ import annotations
+
+from ha.lease import Timing
+from ha.placement import notifier
+from ha.ports import Lease
+from ha.roles import Action, PlanRole, Role
+
+T = Timing(ttl_ms=2000, renew_ms=250, margin_ms=750)
+NODES = ["a", "b"]
+PLAN = next(f"plan-{n}" for n in range(100) if notifier(f"plan-{n}", NODES) == "a")  # a is preferred
+
+
+def granted(holder: str, epoch: int = 1) -> Lease:
+    return Lease(PLAN, holder, epoch, 2000)
+
+
+def test_the_preferred_node_asks_notifies_while_it_holds_and_renews_every_interval() -> None:
+    a = PlanRole(PLAN, "a", T)
+    assert a.tick(0.0, NODES, caught_up=True).action is Action.ACQUIRE
+    a.answered(0.0, granted("a"))
+    decision = a.tick(0.1, NODES, caught_up=True)
+    assert decision.role is Role.NOTIFIER and decision.action is Action.NOTHING
+    assert a.tick(0.25, NODES, caught_up=True).action is Action.ACQUIRE
+
+
+def test_nobody_asks_before_it_has_caught_up() -> None:
+    a = PlanRole(PLAN, "a", T)
+    assert a.tick(0.0, NODES, caught_up=False).action is Action.NOTHING
+
+
+def test_a_standby_waits_while_the_notifier_lives_and_takes_over_when_it_is_gone() -> None:
+    b = PlanRole(PLAN, "b", T)
+    b.answered(0.0, granted("a"))  # told who holds it
+    assert b.tick(0.5, NODES, caught_up=True).action is Action.NOTHING
+    decision = b.tick(0.6, ["b"], caught_up=True)  # a dropped out of b's view (or its connection closed)
+    assert (decision.role, decision.action) == (Role.STANDBY, Action.ACQUIRE)
+    b.answered(0.6, granted("b", 2))
+    assert b.tick(0.7, ["b"], caught_up=True).role is Role.NOTIFIER
+
+
+def test_a_notifier_no_longer_preferred_releases_once_the_other_has_caught_up() -> None:
+    b = PlanRole(PLAN, "b", T)
+    b.answered(0.0, granted("b", 2))  # b took over while a was away; a is back and preferred
+    assert b.tick(0.1, NODES, caught_up=True, others_caught_up=False).role is Role.NOTIFIER
+    assert b.tick(0.2, NODES, caught_up=True, others_caught_up=True).action is Action.RELEASE
+    b.released()
+    assert b.tick(0.3, NODES, caught_up=True).role is Role.STANDBY
+
+
+def test_a_notifier_that_cannot_renew_steps_down_on_its_own() -> None:
+    a = PlanRole(PLAN, "a", T)
+    a.answered(0.0, granted("a"))
+    for t in (0.25, 0.5, 0.75, 1.0):
+        a.answered(t, None)  # the registry is unreachable
+    assert a.tick(1.2, NODES, caught_up=True).role is Role.NOTIFIER
+    assert a.tick(1.3, NODES, caught_up=True).role is Role.STANDBY
