@@ -17,7 +17,8 @@ from app.node.auth import Credentials
 from app.node.catalog import StreamCatalog
 from app.node.event_input import EventFormatError, rows_from_json
 from app.node.http_api import json_error, login_refusal
-from app.node.ingress import Ingress, wall_ms
+from app.node.ingress import Ingress
+from app.node.journal import wall_ms
 from app.node.json_body import JsonBodyError, load_json
 
 

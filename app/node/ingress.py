@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.thrift import WireEvent
 from adapters.wording import counted
-from app.node.journal import PlanJournal
+from app.node.journal import PlanJournal, wall_ms
 from app.persistence.errors import InputLogError
 from engine import Runtime
 
@@ -46,10 +45,6 @@ class IngressStats:
     received: dict[str, int] = field(default_factory=dict)  # per stream id
     unrouted: dict[str, int] = field(default_factory=dict)  # of streams no deployed plan imports
     failed: int = 0  # events whose plan raised while processing them
-
-
-def wall_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class Ingress:

@@ -28,8 +28,8 @@ import engine
 from adapters.output.throttle import Throttle
 from app.node.catalog import StreamCatalog
 from app.node.errors import UnknownPlan
-from app.node.ingress import Binding, Ingress, Row, wall_ms
-from app.node.journal import Journals, PlanJournal
+from app.node.ingress import Binding, Ingress, Row
+from app.node.journal import Journals, PlanJournal, wall_ms
 from app.node.outputs import OutputHub
 from app.node.snapshots import Restored, describe, persistent
 from app.registry import ExecutionPlan

@@ -10,14 +10,12 @@ entities: writing them moves no revision. Imports the registry's tables and `ha`
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
-from app.registry import migrate, schema
+from app.registry import schema
 from ha.ports import Lease
 
 if TYPE_CHECKING:
@@ -45,19 +43,12 @@ class RegistryLeases:
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
 
-    @contextmanager
-    def _writing(self) -> Iterator[sa.Connection]:
-        with self.registry.engine.connect() as conn:
-            conn.execution_options(**migrate.WRITE)
-            with conn.begin():
-                yield conn
-
     def acquire(self, plan: str, node: str, ttl_ms: int) -> Lease:
         if ttl_ms <= 0:
             msg = f"a lease lasts a positive time, not {ttl_ms} ms"
             raise ValueError(msg)
         t, c = schema.leases, schema.leases.c
-        with self._writing() as conn:
+        with self.registry.writing() as conn:
             now = now_ms(conn.dialect.name)
             granted = conn.execute(
                 sa.update(t)
@@ -82,7 +73,7 @@ class RegistryLeases:
 
     def release(self, plan: str, node: str) -> bool:
         c = schema.leases.c
-        with self._writing() as conn:
+        with self.registry.writing() as conn:
             ended = conn.execute(
                 sa.update(schema.leases)
                 .where(c.plan == plan, c.holder == node)

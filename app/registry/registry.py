@@ -134,23 +134,37 @@ class Registry(Crud):
     # ---- transactions ---------------------------------------------------------------------
 
     @contextmanager
-    def transaction(self) -> Iterator[Store]:
-        """A `Store` whose writes commit together (after their references check out) or not at all."""
+    def writing(self) -> Iterator[sa.Connection]:
+        """A connection in a write transaction (SQLite: taken with BEGIN IMMEDIATE). Bare:
+        what is written through it moves no revision (snapshots, leases)."""
         with self.engine.connect() as conn:
             conn.execution_options(**migrate.WRITE)
             with conn.begin():
-                store = Store(conn, writable=True)
-                yield store
-                store.verify()
+                yield conn
+
+    @contextmanager
+    def consistent_read(self) -> Iterator[sa.Connection]:
+        """A connection in a read transaction that sees one snapshot of the database
+        (MySQL/MariaDB and SQLite read one already; PostgreSQL is asked for it)."""
+        with self.engine.connect() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin():
+                yield conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[Store]:
+        """A `Store` whose writes commit together (after their references check out) or not at all."""
+        with self.writing() as conn:
+            store = Store(conn, writable=True)
+            yield store
+            store.verify()
 
     @contextmanager
     def reading(self) -> Iterator[Store]:
         """A read-only `Store` on one connection (one snapshot where the database offers it)."""
-        with self.engine.connect() as conn:
-            if conn.dialect.name == "postgresql":  # MySQL/MariaDB and SQLite read a snapshot already
-                conn.execution_options(isolation_level="REPEATABLE READ")
-            with conn.begin():
-                yield Store(conn, writable=False)
+        with self.consistent_read() as conn:
+            yield Store(conn, writable=False)
 
     # ---- revisions ------------------------------------------------------------------------
 

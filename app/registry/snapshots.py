@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import builtins
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from app.registry import migrate, schema
+from app.registry import schema
 from ha.errors import SnapshotCorrupt, SnapshotMissing
 from ha.ports import SnapshotMeta, checksum_of
 
@@ -40,21 +38,6 @@ class RegistrySnapshots:
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
 
-    @contextmanager
-    def _writing(self) -> Iterator[sa.Connection]:
-        with self.registry.engine.connect() as conn:
-            conn.execution_options(**migrate.WRITE)
-            with conn.begin():
-                yield conn
-
-    @contextmanager
-    def _reading(self) -> Iterator[sa.Connection]:
-        with self.registry.engine.connect() as conn:
-            if conn.dialect.name == "postgresql":  # one snapshot of the database for all chunks
-                conn.execution_options(isolation_level="REPEATABLE READ")
-            with conn.begin():
-                yield conn
-
     def save(self, meta: SnapshotMeta, blob: bytes) -> int:
         """Store `blob` as `meta` describes it; its new id. `SnapshotCorrupt` if they disagree."""
         if meta.id is not None:
@@ -68,7 +51,7 @@ class RegistrySnapshots:
             raise SnapshotCorrupt(meta.plan, None, meta.created_at, "its SHA-256 differs from its meta's")
         row = {c.name: getattr(meta, c.name) for c in _META_COLUMNS if c.name != "id"}
         row["created_at"] = meta.created_at.astimezone(UTC).replace(tzinfo=None)
-        with self._writing() as conn:
+        with self.registry.writing() as conn:
             result = conn.execute(sa.insert(schema.snapshots).values(row | {"data": blob[:CHUNK_BYTES]}))
             snapshot_id = int(result.inserted_primary_key[0])  # type: ignore[index]  # None only for non-inserts
             for seq, start in enumerate(range(CHUNK_BYTES, len(blob), CHUNK_BYTES), 1):
@@ -82,14 +65,14 @@ class RegistrySnapshots:
     def list(self, plan: str) -> builtins.list[SnapshotMeta]:
         """`plan`'s snapshots, newest first."""
         c = schema.snapshots.c
-        with self._reading() as conn:
+        with self.registry.consistent_read() as conn:
             rows = conn.execute(sa.select(*_META_COLUMNS).where(c.plan == plan).order_by(c.id.desc()))
             return [_meta(row._mapping) for row in rows]
 
     def list_all(self) -> builtins.list[SnapshotMeta]:
         """Every plan's snapshots: by plan name, each plan's newest first."""
         c = schema.snapshots.c
-        with self._reading() as conn:
+        with self.registry.consistent_read() as conn:
             rows = conn.execute(sa.select(*_META_COLUMNS).order_by(c.id.desc()))
             metas = [_meta(row._mapping) for row in rows]
         return sorted(metas, key=lambda m: m.plan)  # stable: newest first within a plan
@@ -98,7 +81,7 @@ class RegistrySnapshots:
         """The blob of snapshot `id`; `SnapshotMissing`, or `SnapshotCorrupt` if it fails its checks."""
         c = schema.snapshots.c
         chunks = schema.snapshot_chunks.c
-        with self._reading() as conn:
+        with self.registry.consistent_read() as conn:
             row = conn.execute(sa.select(schema.snapshots).where(c.id == id)).first()
             if row is None:
                 msg = f"there is no snapshot {id}; `cepheus snapshot list` shows those there are"
@@ -126,7 +109,7 @@ class RegistrySnapshots:
             msg = f"keep must be 0 or more, got {keep}"
             raise ValueError(msg)
         c = schema.snapshots.c
-        with self._writing() as conn:
+        with self.registry.writing() as conn:
             ids = conn.execute(sa.select(c.id).where(c.plan == plan).order_by(c.id.desc()).offset(keep))
             deleted = _delete(conn, [int(i) for i in ids.scalars()])
         if deleted:
@@ -139,7 +122,7 @@ class RegistrySnapshots:
         query = sa.select(c.id).where(c.plan == plan)
         if id is not None:
             query = query.where(c.id == id)
-        with self._writing() as conn:
+        with self.registry.writing() as conn:
             return _delete(conn, [int(i) for i in conn.execute(query).scalars()])
 
 

@@ -59,13 +59,20 @@ def delivered_table(schema: str | None) -> sa.Table:
     )
 
 
+def lock_for_writing(conn: sa.Connection, table: sa.Table) -> None:
+    """SQLite: start being a writer now, so that what the transaction reads next cannot go
+    stale (its driver begins a transaction only at the first write, and SQLite has no
+    `FOR UPDATE`). Other databases lock the rows they read `FOR UPDATE` instead."""
+    if conn.dialect.name == "sqlite":
+        column = next(iter(table.c))
+        conn.execute(sa.update(table).where(sa.false()).values({column: column}))
+
+
 def read_marks(conn: sa.Connection, table: sa.Table, sources: Iterable[str]) -> dict[str, Origin]:
     """The stored origin of each of `sources` that has one, their rows locked until the transaction ends."""
     wanted = sorted(set(sources))  # one lock order for every writer
     c = table.c
-    if conn.dialect.name == "sqlite":
-        # the driver begins a transaction only at the first write: make it now, taking the lock
-        conn.execute(sa.update(table).where(sa.false()).values(idx=c.idx))
+    lock_for_writing(conn, table)
     query = (
         sa.select(c.source, c.log_id, c.position, c.idx)
         .where(c.source.in_(wanted))

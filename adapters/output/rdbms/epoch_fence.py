@@ -27,6 +27,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import mysql
 
+from adapters.output.rdbms.delivered import lock_for_writing
 from adapters.output.rdbms.schema import quoted
 from engine.errors import NotLeader
 
@@ -64,8 +65,7 @@ class EpochFence:
     def __call__(self, conn: sa.Connection) -> None:
         self._ensure(conn.engine)
         t, c = self.table, self.table.c
-        if conn.dialect.name == "sqlite":  # take the write lock now: the read below must not go stale
-            conn.execute(sa.update(t).where(sa.false()).values(epoch=c.epoch))
+        lock_for_writing(conn, t)
         stored = conn.execute(sa.select(c.epoch).where(c.plan == self.plan).with_for_update()).scalar()
         if stored is None:
             try:
