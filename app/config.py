@@ -106,17 +106,25 @@ class Adapters:
 
 @dataclass(frozen=True)
 class Cluster:
+    """Membership of redundant-node clusters (`app.node.cluster`): on when `wka` lists members."""
+
     host: str = "0.0.0.0"
     port: int = 4000
-    wka: tuple[str, ...] = ()  # well-known addresses, "host:port"
-    heartbeat_ms: int = 1000
-    failure_timeout_ms: int = 5000
+    wka: tuple[str, ...] = ()  # well-known addresses, "host:port"; empty: no cluster
+    advertise: str = ""  # where the other members reach this one; default 127.0.0.1:<port> or host:<port>
+    secret: str = ""  # shared by every member; required with wka (better: CEPHEUS__CLUSTER__SECRET)
+    heartbeat_ms: int = 200
+    suspect_ms: int = 600  # a member not heard from this long is suspected
+    dead_ms: int = 1500  # ... and this long, dead (a closed connection: dead at once)
 
 
 @dataclass(frozen=True)
 class HA:
-    lease_seconds: int = 10
-    renew_seconds: int = 3
+    """The notifier lease of redundant plans (`ha.lease`)."""
+
+    lease_ms: int = 2000  # how long a lease lasts in the registry
+    renew_ms: int = 250
+    margin_ms: int = 750  # a notifier stops this long before its lease can run out
 
 
 FSYNC_POLICIES = ("always", "interval", "off")
@@ -167,6 +175,14 @@ class Config:
     @property
     def cluster_port(self) -> int:
         return self.port(self.cluster.port)
+
+    @property
+    def cluster_address(self) -> str:
+        """Where the other members reach this one's cluster port."""
+        if self.cluster.advertise:
+            return self.cluster.advertise
+        host = self.cluster.host
+        return f"{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{self.cluster_port}"
 
     @property
     def data_dir(self) -> Path:
@@ -268,8 +284,18 @@ def _validate(cfg: Config) -> None:
     if cfg.node.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         msg = "node.log_level must be DEBUG, INFO, WARNING or ERROR"
         raise ConfigError(msg)
-    if cfg.ha.renew_seconds >= cfg.ha.lease_seconds:
-        msg = "ha.renew_seconds must be less than ha.lease_seconds"
+    if not 0 < cfg.ha.renew_ms < cfg.ha.margin_ms < cfg.ha.lease_ms:
+        msg = "ha needs 0 < renew_ms < margin_ms < lease_ms"
+        raise ConfigError(msg)
+    c = cfg.cluster
+    if not 0 < c.heartbeat_ms < c.suspect_ms < c.dead_ms:
+        msg = "cluster needs 0 < heartbeat_ms < suspect_ms < dead_ms"
+        raise ConfigError(msg)
+    if c.wka and len(c.secret) < 16:
+        msg = (
+            "cluster.secret must be set (16 characters or more, the same on every member) when "
+            "cluster.wka lists members; e.g. CEPHEUS__CLUSTER__SECRET=$(openssl rand -hex 24)"
+        )
         raise ConfigError(msg)
     for key in (
         "max_request_bytes",
@@ -343,10 +369,10 @@ def _validate(cfg: Config) -> None:
     if p.max_log_bytes < 1024 * 1024:
         msg = f"persistence.max_log_bytes must be at least 1048576 (1 MiB), got {p.max_log_bytes}"
         raise ConfigError(msg)
-    for address in cfg.cluster.wka:
+    for address in (*cfg.cluster.wka, *([cfg.cluster.advertise] if cfg.cluster.advertise else [])):
         host, _, port_text = address.rpartition(":")
         if not host or not port_text.isdigit():
-            msg = f"cluster.wka entry {address!r} must be host:port"
+            msg = f"cluster address {address!r} (wka or advertise) must be host:port"
             raise ConfigError(msg)
 
 

@@ -7,7 +7,8 @@ valid at least until `sent + ttl`; the node stops notifying `margin` before that
 room for its clock running slow and for a write it starts just before the end. A renewal that
 fails (the registry unreachable, the lease taken by another node) leaves the deadline where
 it was, so a node cut off from the registry steps down on its own, before the store can grant
-the lease to anyone else. A process paused (SIGSTOP, a long GC) wakes up past its deadline
+the lease to anyone else. An answer naming another holder under a newer epoch (the lease was taken
+over) deposes the node at once. A process paused (SIGSTOP, a long GC) wakes up past its deadline
 and steps down the same way; what it may still have started is refused by the sink's fence.
 
 Pure logic: time comes in as arguments. Imports nothing of ours but `ha.ports`.
@@ -58,7 +59,11 @@ class Holder:
         node holds the lease now. An answer for another holder (or none: the request failed)
         changes nothing but the time of the last try."""
         self._last_sent = sent
-        if answer is None or answer.holder != self.node:
+        if answer is None:
+            return self.holds(sent)
+        if answer.holder != self.node:
+            if self.epoch is not None and answer.epoch > self.epoch:
+                self.step_down()  # taken over (the store says so): no use waiting for the deadline
             return self.holds(sent)
         if self.epoch is not None and answer.epoch < self.epoch:
             return self.holds(sent)  # an answer older than one already seen: ignore it

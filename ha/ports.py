@@ -157,6 +157,13 @@ class LeaseStore(Protocol):
         lease as it stands afterwards, whoever holds it."""
         ...
 
+    def take_over(self, plan: str, node: str, ttl_ms: int, dead: str, epoch: int) -> Lease:
+        """Grant `plan`'s lease to `node` now, before it expires, if `dead` still holds it under
+        `epoch` (its process is known to have died: its connection closed); else change
+        nothing. Safe only because the sink's fence refuses the old epoch's late writes.
+        Returns the lease as it stands afterwards."""
+        ...
+
     def release(self, plan: str, node: str) -> bool:
         """End `node`'s lease on `plan` now (a graceful stop, a move); False if it held none."""
         ...

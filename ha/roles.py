@@ -7,7 +7,8 @@ up with the plan's input, and the answer to the last lease request. The rules:
   and a closed connection makes it dead at once), but never before it has caught up;
 - it notifies only while `ha.lease.Holder` says the lease holds;
 - a notifier that placement no longer names (a member came back, an operator moved the plan)
-  releases the lease once the preferred member has caught up, so the move costs no gap;
+  releases the lease once the preferred member has caught up, so the move costs no gap, and
+  leaves it to that member for a lease's time;
 - a node that does not hold the lease is a standby: it processes the plan's input and keeps
   its outputs for a takeover, but writes nothing.
 Views may disagree during a partition: then two nodes may both ask, and the store grants one.
@@ -51,6 +52,7 @@ class PlanRole:
         self.node = node
         self.holder = Holder(node, timing)
         self.lease: Lease | None = None  # the store's last answer, whoever holds it
+        self._yielded_at: float | None = None
 
     def answered(self, sent: float, lease: Lease | None) -> None:
         """The store answered a request sent at `sent` (None: it did not answer)."""
@@ -58,9 +60,12 @@ class PlanRole:
             self.lease = lease
         self.holder.asked(sent, lease)
 
-    def released(self) -> None:
+    def released(self, now: float) -> None:
+        """This node gave the lease up at `now` for the preferred member to take: it does not ask
+        for it again for a lease's time unless placement names it again."""
         self.holder.step_down()
         self.lease = None
+        self._yielded_at = now
 
     def tick(
         self,
@@ -80,6 +85,9 @@ class PlanRole:
             return Decision(role, Action.ACQUIRE if self.holder.due(now) else Action.NOTHING)
         if not caught_up:
             return Decision(role, Action.NOTHING)
+        yielded = self._yielded_at is not None and now - self._yielded_at < self.holder.timing.ttl_ms / 1000
+        if yielded and preferred != self.node:
+            return Decision(role, Action.NOTHING)  # the member it yielded to takes the lease now
         holder = self.lease.holder if self.lease is not None else None
         orphaned = holder is None or holder == self.node or holder not in members
         if (preferred == self.node or orphaned) and self.holder.due(now):

@@ -7,7 +7,9 @@ that is what a receiver acknowledges. Routes are an immutable mapping swapped wh
 redeploy, so the hot path takes no lock of its own. A plan with a journal (persistence mode
 with the input log on) gets the events through it: logged, then processed, and durable as
 its fsync policy says before the call returns; when the log refuses them (full, or a disk
-error), `InputLogError` propagates and the receiver does not acknowledge the bundle.
+error), `InputLogError` propagates and the receiver does not acknowledge the bundle. A standby
+of a redundant plan relays the events to the plan's notifier and returns once it took them;
+with no notifier to take them, `NotLeading` refuses the bundle the same way.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 from adapters.thrift import WireEvent
 from adapters.wording import counted
-from app.node.journal import PlanJournal, wall_ms
+from app.node.journal import NotLeading, PlanJournal, wall_ms
 from app.persistence.errors import InputLogError
 from engine import Runtime
 
@@ -121,7 +123,7 @@ class Ingress:
 
     def _send(self, bindings: tuple[Binding, ...], rows: list[Row], timestamps: list[int] | int) -> None:
         logged: list[tuple[PlanJournal, int]] = []
-        refused: InputLogError | None = None
+        refused: InputLogError | NotLeading | None = None
         if len(bindings) > 1:  # one plan's full log refuses the bundle before any plan takes it
             for binding in bindings:
                 if binding.journal is not None:
@@ -137,7 +139,7 @@ class Ingress:
                     binding.runtime.send(binding.stream, rows, timestamps)
                 else:
                     logged.append((journal, journal.send(binding.stream, rows, timestamps)))
-            except InputLogError as exc:  # not logged, so not processed: refuse the bundle
+            except (InputLogError, NotLeading) as exc:  # not logged, so not processed: refuse the bundle
                 refused = exc
                 log.error("plan %s refused %s: %s", binding.plan, counted(len(rows), "event"), exc)
             except Exception:

@@ -14,6 +14,13 @@ an adapter that records what it wrote (RDBMS) skips what it already has.
 
 The clock never goes back: it reads the wall clock but never less than its last reading, so a
 wall clock stepped back (NTP) stalls the plan's time instead of reversing it.
+
+A redundant plan in a cluster has one journal per member, all holding the same log (same id,
+same positions). The notifier's journal `leads`: it takes bundles and ticks, and hands each
+record to its `replicas` (`app.node.replication`), whose `settle` waits until the standbys
+hold it. A standby's journal follows: bundles sent to it go to the notifier (`relay`), its
+timers fire only through the notifier's `Tick` records, and `apply` appends and processes the
+notifier's records at their positions.
 """
 
 from __future__ import annotations
@@ -23,10 +30,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from adapters.output.throttle import Throttle
 from app.persistence.input_log import Events, InputLog, Tick
+from app.persistence.records import decode, encode
 from engine import Runtime
 from engine.errors import CEPError
 
@@ -62,6 +70,23 @@ class Provenance:
     index: int
 
 
+class Replicas(Protocol):
+    """The standbys of a leading journal (`app.node.replication.Sequencer`)."""
+
+    def appended(self, position: int, payload: bytes) -> None:
+        """Record `position` was appended and processed (called under the journal's lock)."""
+
+    def settle(self, position: int) -> None:
+        """Return once the standbys hold `position` (or were given up on); release its outputs."""
+
+
+Relay = Callable[[str, list[tuple[Any, ...]], list[int]], None]
+
+
+class NotLeading(CEPError):
+    """A record came from a sequencer this journal does not follow, or out of order."""
+
+
 class PlanJournal:
     """The input log and clock of one plan; its `runtime` is set (and switched on redeploy) by
     the plan manager. Thread-safe."""
@@ -77,6 +102,10 @@ class PlanJournal:
         self._emitted: dict[str, int] = {}  # per output stream: outputs of `_emitted_at` so far
         self._emitted_at = 0
         self._failures = Throttle(10.0)
+        self.leading = True  # False: a standby of a redundant plan (its notifier sequences)
+        self.replicas: Replicas | None = None
+        self.relay: Relay | None = None
+        self.term = 0  # the lease epoch of the sequencer of the newest record (0: not replicated)
         first, last = input_log.bounds(plan)
         self.position = last  # the newest record appended (and processed)
         self.clock = LoggedClock(self._first_time(first, last))
@@ -99,29 +128,65 @@ class PlanJournal:
         acknowledging it. An error of the plan propagates after the bundle is logged (a replay
         meets the same error at the same point)."""
         ts = [timestamps] * len(rows) if isinstance(timestamps, int) else list(timestamps)
+        while True:
+            relay = self._relay_or_none()
+            if relay is None:
+                break
+            try:
+                relay(stream, rows, ts)  # the notifier took them: nothing left to wait for here
+                return 0
+            except NotLeading:
+                if not self.leading:
+                    raise
+                # this node became the notifier meanwhile: it takes them itself
         with self.lock:
-            at = max(self.clock.now, self._wall())
-            position = self._log.append(self.plan, Events(stream, ts, rows, at), wait=False)
-            self.clock.now = at
-            self.position = position
-            self._process(lambda runtime: runtime.send(stream, rows, ts))
-        return position
+            if self.leading:
+                at = max(self.clock.now, self._wall())
+                payload = encode(Events(stream, ts, rows, at))
+                position = self._log.append_payload(self.plan, payload, wait=False)
+                self.clock.now = at
+                self.position = position
+                try:
+                    self._process(lambda runtime: runtime.send(stream, rows, ts))
+                finally:
+                    if self.replicas is not None:
+                        self.replicas.appended(position, payload)
+                return position
+        return self.send(stream, rows, ts)  # it stopped leading meanwhile: relay them
+
+    def _relay_or_none(self) -> Relay | None:
+        """Where bundles go while this journal follows; None while it leads."""
+        if self.leading:
+            return None
+        relay = self.relay
+        if relay is None:
+            msg = f"plan '{self.plan}' has no notifier to take these events"
+            raise NotLeading(msg)
+        return relay
 
     def tick(self) -> int | None:
         """Fire the timers due by now, as a logged `Tick`; the next due time (ms) or None."""
         with self.lock:
             runtime = self._runtime()
             due = runtime.next_timer()
-            if due is None:
+            if due is None or not self.leading:
                 return None
             now = max(self.clock.now, self._wall())
             if due > now:
                 return due
-            position = self._log.append(self.plan, Tick(now))
+            payload = encode(Tick(now))
+            position = self._log.append_payload(self.plan, payload)
             self.clock.now = now
             self.position = position
-            self._process(lambda r: r.tick())
-            return self._runtime().next_timer()
+            try:
+                self._process(lambda r: r.tick())
+            finally:
+                if self.replicas is not None:
+                    self.replicas.appended(position, payload)
+            due = self._runtime().next_timer()
+        if self.replicas is not None:
+            self.replicas.settle(position)
+        return due
 
     def check_room(self, rows: int) -> None:
         """`InputLogFull` when a bundle of `rows` events might not fit in the plan's log (a
@@ -129,8 +194,56 @@ class PlanJournal:
         self._log.check_room(self.plan, ROOM_PER_EVENT * rows + ROOM_PER_BUNDLE)
 
     def durable(self, position: int) -> None:
-        """Return once the record at `position` is as durable as the fsync policy makes it."""
-        self._log.durable(self.plan, position)
+        """Return once the record at `position` is as durable as the fsync policy makes it
+        (and, leading a redundant plan, held by its standbys). Position 0: relayed, nothing to do."""
+        if position:
+            self._log.durable(self.plan, position)
+            replicas = self.replicas
+            if replicas is not None:
+                replicas.settle(position)
+
+    # ---- replication -----------------------------------------------------------------------
+
+    def apply(self, position: int, payload: bytes) -> None:
+        """Append and process record `position` of the notifier (this journal follows it)."""
+        record = decode(payload)
+        with self.lock:
+            if self.leading or position != self.position + 1:
+                msg = f"plan '{self.plan}': record {position} does not follow {self.position} here"
+                raise NotLeading(msg)
+            self._log.append_payload(self.plan, payload, wait=False)
+            self.position = position
+            try:
+                if isinstance(record, Tick):
+                    self.clock.now = record.time_ms
+                    self._process(lambda r: r.tick())
+                else:
+                    self.clock.now = record.at
+                    self._process(lambda r: r.send(record.stream, record.rows, record.timestamps))
+            except Exception as exc:  # the notifier met the same error here and went on
+                self._log_failure(position, exc)
+
+    def adopt(self, log_id: str, position: int, clock_now: int, term: int) -> None:
+        """Continue the notifier's log `log_id` after `position`: the runtime was just given the
+        state that covers it (so this journal's own records no longer count)."""
+        with self.lock:
+            self._log.adopt(self.plan, log_id, position)
+            self.log_id, self.position, self.term = log_id, position, term
+            self.clock.now = clock_now
+            self._emitted.clear()
+            self._emitted_at = 0
+
+    def lead(self, term: int, replicas: Replicas | None) -> int:
+        """Sequence from now on, under lease epoch `term`; the position the term starts after."""
+        with self.lock:
+            self.leading, self.term, self.replicas = True, term, replicas
+            self.clock.now = max(self.clock.now, self._wall())
+            return self.position
+
+    def follow(self, relay: Relay | None) -> None:
+        """Stop sequencing: bundles go to the notifier through `relay` from now on."""
+        with self.lock:
+            self.leading, self.replicas, self.relay = False, None, relay
 
     def capture(self) -> tuple[Any, str, int]:
         """The plan's state and the log position it covers, consistent with each other."""

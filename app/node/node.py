@@ -23,6 +23,7 @@ from adapters.thrift import DataBridgeServer, ServerSettings
 from app.config import Config, Login
 from app.node.auth import Credentials, LoginThrottle, ThrottleSettings
 from app.node.catalog import StreamCatalog
+from app.node.cluster import Cluster, ClusterSettings
 from app.node.errors import NodeError
 from app.node.http_events import events_blueprint
 from app.node.http_limits import Limits
@@ -39,7 +40,10 @@ from app.node.web import create_web_app
 from app.persistence.input_log import InputLog
 from app.private_files import private_dir
 from app.registry import Change, Receiver, Registry
+from app.registry.leases import RegistryLeases
 from app.registry.snapshots import RegistrySnapshots
+from ha.lease import Timing
+from ha.membership import Timeouts
 
 log = logging.getLogger("cepheus.node")
 
@@ -93,7 +97,8 @@ class Node:
         self.outputs = OutputHub(config.adapters, stop_timeout=config.adapters.stop_timeout_seconds)
         self.journals: Journals | None = None
         persistence = config.persistence
-        if persistence.input_log:
+        self.cluster = self._cluster(config) if config.cluster.wka else None
+        if persistence.input_log or self.cluster is not None:
             self.journals = Journals(
                 lambda: InputLog(
                     os.path.join(config.data_dir, "input-log"),
@@ -119,6 +124,7 @@ class Node:
             retire=self.snapshots.farewell,
             journals=self.journals,
             checkpoint=self.snapshots.checkpoint,
+            cluster=self.cluster,
         )
         self.credentials = Credentials(self.registry.verify_user, throttle=login_throttle(config.login))
         self.thrift: DataBridgeServer | None = None
@@ -131,6 +137,27 @@ class Node:
         self._watch_errors = Throttle(30.0)
         self._started = False
         self._serving = False  # started completely: only then is a final snapshot worth taking
+
+    def _cluster(self, config: Config) -> Cluster:
+        c, ha = config.cluster, config.ha
+        settings = ClusterSettings(
+            me=config.node_id,
+            advertise=config.cluster_address,
+            host=c.host,
+            port=config.cluster_port,
+            wka=tuple(c.wka),
+            secret=c.secret.encode(),
+            timeouts=Timeouts(c.heartbeat_ms, c.suspect_ms, c.dead_ms),
+            timing=Timing(ha.lease_ms, ha.renew_ms, ha.margin_ms),
+        )
+        return Cluster(
+            settings,
+            RegistryLeases(self.registry),
+            emit=self.outputs.emit,
+            install=lambda name, blob: self.plans.replace_state(name, blob),
+            flush=self.outputs.flush,
+            fenced=lambda: sum(s.fenced for s in self.outputs.stats().values()),
+        )
 
     # ---- start -------------------------------------------------------------------------------
 
@@ -157,6 +184,8 @@ class Node:
                 generated,
             )
         self._started = True
+        if self.cluster is not None:
+            self.cluster.start()
         self.reconcile()
         self.plans.start_clock()
         self.snapshots.start()
@@ -307,6 +336,7 @@ class Node:
             "plans": plans,
             "adapters": adapters,
             "input_log_bytes": {} if self.journals is None else self.journals.sizes(),
+            "cluster": None if self.cluster is None else self.cluster.status(),
         }
 
     # ---- stop -------------------------------------------------------------------------------------
@@ -332,6 +362,10 @@ class Node:
             self.snapshots.stop()
             self.plans.quiesce()  # no event, timer or export between plans changes the state now
             self.snapshots.take_all()
+        if self.cluster is not None:
+            # the standbys take over once every output is written (what they hold again is skipped)
+            self.outputs.flush(self.config.adapters.stop_timeout_seconds)
+            self.cluster.stop()
         self.plans.stop()
         if self.journals is not None:
             self.journals.close()

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters.output import AdapterStats, AdapterStopped, OutputAdapter, build_adapter
-from adapters.output.base import MAX_SOURCE, Origin
+from adapters.output.base import MAX_SOURCE, Fence, Origin
 from adapters.output.throttle import Throttle
 from adapters.wording import counted
 from app.config import Adapters as AdapterDefaults
@@ -228,18 +228,25 @@ class OutputHub:
     def has_routes(self, stream_id: str) -> bool:
         return stream_id in self._routes
 
-    def emit(self, stream_id: str, events: list[Event], provenance: Provenance | None = None) -> None:
+    def emit(
+        self,
+        stream_id: str,
+        events: list[Event],
+        provenance: Provenance | None = None,
+        fence: Fence | None = None,
+    ) -> None:
         """Format and enqueue `events` for every route of `stream_id` (non-blocking).
         `provenance` — (plan, where in its input log): the records get `Origin`s, one source
-        per plan, stream and formatter, so an adapter can skip what it delivered before a replay."""
+        per plan, stream and formatter, so an adapter can skip what it delivered before a replay.
+        `fence` — a notifier's: every write of these records checks it (`OutputAdapter.publish`)."""
         for route in self._routes.get(stream_id, ()):
             try:
-                self._deliver(route, stream_id, events, provenance)
+                self._deliver(route, stream_id, events, provenance, fence)
             except AdapterStopped:
                 # reconfigured while these events were on their way: the new adapter takes them
                 replacement = self._current(stream_id, route.formatter)
                 if replacement is not None:
-                    self._deliver(replacement, stream_id, events, provenance)
+                    self._deliver(replacement, stream_id, events, provenance, fence)
             except CEPError as exc:
                 allowed, held = self._error_log.allow()
                 if allowed:
@@ -253,17 +260,22 @@ class OutputHub:
                     )
 
     def _deliver(
-        self, route: Route, stream_id: str, events: list[Event], provenance: Provenance | None
+        self,
+        route: Route,
+        stream_id: str,
+        events: list[Event],
+        provenance: Provenance | None,
+        fence: Fence | None = None,
     ) -> None:
         records = route.format(events)
         if provenance is None or len(records) != len(events):
-            route.adapter.publish(records)
+            route.adapter.publish(records, fence)
             return
         plan, where = provenance
         source = origin_source(plan, stream_id, route.formatter)
         log_id, position, first = where.log_id, where.position, where.index
         origins = [Origin(source, log_id, position, first + i) for i in range(len(records))]
-        route.adapter.publish(records, origins=origins)
+        route.adapter.publish(records, fence, origins)
 
     def _current(self, stream_id: str, formatter: str) -> Route | None:
         for route in self._routes.get(stream_id, ()):

@@ -27,7 +27,9 @@ from dataclasses import dataclass
 import engine
 from adapters.output.throttle import Throttle
 from app.node.catalog import StreamCatalog
+from app.node.cluster import Cluster
 from app.node.errors import UnknownPlan
+from app.node.gate import OutputGate
 from app.node.ingress import Binding, Ingress, Row
 from app.node.journal import Journals, PlanJournal, wall_ms
 from app.node.outputs import OutputHub
@@ -78,6 +80,7 @@ class PlanManager:
         retire: Callable[[ExecutionPlan, Runtime], object] | None = None,
         journals: Journals | None = None,
         checkpoint: Callable[[ExecutionPlan, Runtime], object] | None = None,
+        cluster: Cluster | None = None,
     ) -> None:
         self._catalog = catalog
         self._ingress = ingress
@@ -87,6 +90,7 @@ class PlanManager:
         self._retire = retire
         self.journals = journals
         self._checkpoint = checkpoint
+        self.cluster = cluster
         self._lock = threading.Lock()
         self._deployed: dict[str, Deployed] = {}
         self._status: dict[str, PlanStatus] = {}
@@ -146,6 +150,8 @@ class PlanManager:
                         fresh.journal.runtime = fresh.runtime
                     if self._restore is not None and persistent(plan):
                         self._restore_into(plan, fresh)
+                    elif fresh.journal is not None:
+                        self._recover_log(fresh.journal)
                 deployed[name] = fresh
                 fresh_names.add(name)
                 status[name] = PlanStatus(name, "running")
@@ -175,6 +181,10 @@ class PlanManager:
         if self._retire is not None:
             for old in departing:  # routed to no more: its state is final
                 self._retire(old.plan, old.runtime)
+        if self.cluster is not None:
+            for old in departing:
+                if old.plan.name not in self._deployed:
+                    self.cluster.forget(old.plan.name)
         for old in retired + departing:
             old.runtime.shutdown()
         self._wake.set()
@@ -231,6 +241,17 @@ class PlanManager:
                 "plan %s: its input log cannot be replayed; it runs on from its snapshot", plan.name
             )
 
+    @staticmethod
+    def _recover_log(journal: PlanJournal) -> None:
+        """A redundant plan without snapshots starts from its whole input log, if it has it."""
+        try:
+            journal.recover(restored=False)
+        except Exception:
+            log.exception("plan %s: its input log cannot be replayed; it starts empty", journal.plan)
+
+    def _redundant(self, plan: ExecutionPlan) -> bool:
+        return self.cluster is not None and plan.distributed_mode == "redundant"
+
     def _fingerprint(self, plan: ExecutionPlan, bindings: list[StreamBinding]) -> str:
         """The plan's text and the definitions of the streams it binds: what a redeploy follows."""
         digest = hashlib.sha256(plan.text.encode())
@@ -240,17 +261,21 @@ class PlanManager:
         return digest.hexdigest()
 
     def _deploy(self, plan: ExecutionPlan, bindings: list[StreamBinding], fingerprint: str) -> Deployed:
-        journal = None
-        if self.journals is not None and persistent(plan):
+        journal = gate = None
+        if self.journals is not None and (persistent(plan) or self._redundant(plan)):
             journal = self.journals.of(plan.name)
         # a text that does not parse fails here, with positions
         runtime = self._compile(plan.text, None if journal is None else journal.clock)
         try:
             for binding in bindings:
                 self._check_binding(runtime, binding)
+            if journal is not None and self.cluster is not None and self._redundant(plan):
+                gate = self.cluster.gate(plan.name, journal)
             for binding in bindings:
                 if binding.direction == "export":
-                    runtime.subscribe(binding.stream, self._exporter(plan.name, binding.stream_id, journal))
+                    runtime.subscribe(
+                        binding.stream, self._exporter(plan.name, binding.stream_id, journal, gate)
+                    )
         except BaseException:
             runtime.shutdown()
             raise
@@ -268,7 +293,7 @@ class PlanManager:
             raise _BindingError(msg)
 
     def _exporter(
-        self, plan: str, stream_id: str, journal: PlanJournal | None
+        self, plan: str, stream_id: str, journal: PlanJournal | None, gate: OutputGate | None = None
     ) -> Callable[[list[Event]], None]:
         outputs, ingress = self._outputs, self._ingress
 
@@ -276,8 +301,12 @@ class PlanManager:
             if journal is None:
                 outputs.emit(stream_id, events)
             else:
-                outputs.emit(stream_id, events, (plan, journal.origin(stream_id, len(events))))
-                if journal.replaying:
+                where = journal.origin(stream_id, len(events))
+                if gate is None:
+                    outputs.emit(stream_id, events, (plan, where))
+                else:
+                    gate.hold(stream_id, events, where)
+                if journal.replaying or not journal.leading:
                     return  # the plans importing it logged what they got from the run replayed
             if ingress.routes().get(stream_id):
                 rows: list[Row] = [tuple(e.data) for e in events]

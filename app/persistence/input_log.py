@@ -107,10 +107,15 @@ class InputLog:
         caller calls `durable` before it relies on the record (outside its own locks, so that
         appends from other threads share the flush)."""
         try:
-            data = segments.frame(encode(record))
+            payload = encode(record)
         except ValueError as exc:
             msg = f"input log of plan '{plan}': {exc}"
             raise InputLogError(msg) from exc
+        return self.append_payload(plan, payload, wait=wait)
+
+    def append_payload(self, plan: str, payload: bytes, *, wait: bool = True) -> int:
+        """`append` of a record already encoded (`records.encode`): a replica's copy."""
+        data = segments.frame(payload)
         if len(data) > segments.MAX_RECORD_BYTES:
             msg = f"input log of plan '{plan}': a record of {len(data)} bytes is too large"
             raise InputLogError(msg)
@@ -176,6 +181,19 @@ class InputLog:
     def read(self, plan: str, after: int = 0) -> Iterator[tuple[int, Record]]:
         """(position, record) of every record of `plan` after position `after`, oldest first,
         up to what was appended when `read` was called."""
+        return self._decoded(plan, self.read_payloads(plan, after))
+
+    def _decoded(self, plan: str, payloads: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, Record]]:
+        for position, payload in payloads:
+            try:
+                record = decode(payload)
+            except RecordError as exc:
+                why = f"record {position} of plan '{plan}' does not decode: {exc}"
+                raise InputLogCorrupt(str(self.directory), 0, why) from exc
+            yield position, record
+
+    def read_payloads(self, plan: str, after: int = 0) -> Iterator[tuple[int, bytes]]:
+        """`read`, with each record as its encoded payload (what a replica is sent)."""
         if after < 0:
             msg = f"input log of plan '{plan}': positions start at 1; read after {after} is meaningless"
             raise InputLogError(msg)
@@ -200,20 +218,29 @@ class InputLog:
 
     def _records(
         self, plan: str, kept: list[tuple[int, Path, int]], after: int
-    ) -> Iterator[tuple[int, Record]]:
+    ) -> Iterator[tuple[int, bytes]]:
         for first, path, end in kept:
             try:
-                for position, offset, payload in segments.read(path, first, after, end):
-                    try:
-                        record = decode(payload)
-                    except RecordError as exc:
-                        raise InputLogCorrupt(str(path), offset, str(exc)) from exc
-                    yield position, record
+                for position, _, payload in segments.read(path, first, after, end):
+                    yield position, bytes(payload)
             except segments.SegmentDamaged as exc:
                 raise InputLogCorrupt(str(path), exc.offset, exc.why) from None
             except FileNotFoundError:
                 msg = f"input log of plan '{plan}': {path} was truncated while being read"
                 raise InputLogError(msg) from None
+
+    def adopt(self, plan: str, log_id: str, after: int) -> None:
+        """Make `plan`'s log an empty continuation of log `log_id` after position `after` (a
+        replica joining its sequencer from a snapshot covering `after`): its records deleted,
+        its id `log_id`, its next position `after + 1`."""
+        with self._lock:
+            plan_log = self._plan(plan, create=True)
+            assert plan_log is not None
+            with plan_log.sync_lock, plan_log.lock:
+                plan_log.remove()
+            del self._plans[plan]
+            PlanLog.prepare(plan_log.directory, log_id, after + 1)
+            self._plan(plan, create=True)
 
     def truncate(self, plan: str, upto: int, log_id: str | None = None) -> int:
         """Delete the segments whose records all have positions <= `upto`; how many. Given

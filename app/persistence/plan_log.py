@@ -97,15 +97,17 @@ class PlanLog:
         return self._new_identity()
 
     def _new_identity(self) -> str:
-        path = self.directory / ID_FILE
         made = uuid.uuid4().hex
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, PRIVATE_FILE)
-        with os.fdopen(fd, "w", encoding="ascii") as f:
-            f.write(made)
-            f.flush()
-            os.fsync(f.fileno())
-        fsync_dir(self.directory)
+        _write_identity(self.directory, made)
         return made
+
+    @staticmethod
+    def prepare(directory: Path, log_id: str, first: int) -> None:
+        """Lay out an empty log `log_id` whose first record will be at `first` (before `open`)."""
+        _write_identity(directory, log_id)
+        path = directory / segments.segment_name(first)
+        os.close(os.open(path, _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
+        fsync_dir(directory)
 
     def remove(self) -> None:
         """Delete every segment and the id (closed first): `open` then starts a new log at 1."""
@@ -219,3 +221,12 @@ class PlanLog:
             os.fdatasync(self.fd)
         os.close(self.fd)
         self.fd = -1
+
+
+def _write_identity(directory: Path, log_id: str) -> None:
+    fd = os.open(directory / ID_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, PRIVATE_FILE)
+    with os.fdopen(fd, "w", encoding="ascii") as f:
+        f.write(log_id)
+        f.flush()
+        os.fsync(f.fileno())
+    fsync_dir(directory)

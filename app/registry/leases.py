@@ -4,7 +4,8 @@ One row per plan in `cep_leases`: holder, epoch, and when the lease expires in m
 the *database's* clock (`expires_ms`), so the nodes' clocks never decide who holds a lease.
 `acquire` is one transaction: a conditional UPDATE that succeeds only for the holder or once
 the lease has expired (the row lock makes two nodes' requests take turns), else an INSERT for
-a plan never leased, else nothing; then the row as it stands. Leases are not registry
+a plan never leased, else nothing; then the row as it stands. `take_over` is the same
+conditional UPDATE on the dead holder and its epoch instead of the expiry. Leases are not registry
 entities: writing them moves no revision. Imports the registry's tables and `ha`.
 """
 
@@ -69,6 +70,23 @@ class RegistryLeases:
                     pass  # another node leased it first: the row says who
             lease = self._row(conn, plan)
         assert lease is not None
+        return lease
+
+    def take_over(self, plan: str, node: str, ttl_ms: int, dead: str, epoch: int) -> Lease:
+        if ttl_ms <= 0:
+            msg = f"a lease lasts a positive time, not {ttl_ms} ms"
+            raise ValueError(msg)
+        t, c = schema.leases, schema.leases.c
+        with self.registry.writing() as conn:
+            now = now_ms(conn.dialect.name)
+            conn.execute(
+                sa.update(t)
+                .where(c.plan == plan, c.holder == dead, c.epoch == epoch, c.holder != node)
+                .ordered_values((c.epoch, c.epoch + 1), (c.holder, node), (c.expires_ms, now + ttl_ms))
+            )
+            lease = self._row(conn, plan)
+        if lease is None:
+            return self.acquire(plan, node, ttl_ms)
         return lease
 
     def release(self, plan: str, node: str) -> bool:

@@ -63,3 +63,19 @@ def test_leases_move_no_registry_revision(registry: Registry) -> None:
     leases.acquire("pizza", "node-a", ttl_ms=1000)
     leases.release("pizza", "node-a")
     assert registry.revision() == before
+
+
+def test_a_dead_holders_lease_is_taken_over_before_it_expires_once_with_a_new_epoch(
+    registry: Registry,
+) -> None:
+    leases = RegistryLeases(registry)
+    leases.acquire("pizza", "node-a", ttl_ms=60_000)
+    taken = leases.take_over("pizza", "node-b", 60_000, dead="node-a", epoch=1)
+    assert (taken.holder, taken.epoch) == ("node-b", 2)
+    again = leases.take_over("pizza", "node-c", 60_000, dead="node-a", epoch=1)  # a stale claim
+    assert (again.holder, again.epoch) == ("node-b", 2)
+    renewed = leases.acquire("pizza", "node-b", ttl_ms=60_000)
+    assert (renewed.holder, renewed.epoch) == ("node-b", 2)
+    assert leases.acquire("pizza", "node-a", ttl_ms=60_000).holder == "node-b"  # it came back: too late
+    fresh = leases.take_over("never", "node-b", 60_000, dead="node-a", epoch=1)
+    assert (fresh.holder, fresh.epoch) == ("node-b", 1)

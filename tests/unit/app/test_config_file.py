@@ -34,7 +34,7 @@ def file_keys(table: Mapping[str, Any], prefix: str = "") -> Iterator[str]:
 
 def test_the_walk_finds_keys_of_every_section() -> None:
     keys = set(config_keys())
-    assert {"node.port_offset", "registry.url", "thrift.port", "ha.lease_seconds"} <= keys
+    assert {"node.port_offset", "registry.url", "thrift.port", "ha.lease_ms"} <= keys
     assert {f.name for f in dataclasses.fields(Config)} == {key.split(".")[0] for key in keys}
 
 

@@ -66,3 +66,11 @@ def test_step_down_stops_notifying_at_once() -> None:
 def test_timings_that_cannot_work_are_refused(ttl: int, renew: int, margin: int) -> None:
     with pytest.raises(ValueError, match="lease timing needs"):
         Timing(ttl_ms=ttl, renew_ms=renew, margin_ms=margin)
+
+
+def test_an_answer_naming_another_holder_under_a_newer_epoch_deposes_at_once() -> None:
+    h = Holder("a", TIMING)
+    h.asked(10.0, lease("a", 3))
+    assert h.holds(10.5)
+    assert not h.asked(10.5, lease("b", 4))  # taken over: the deadline no longer counts
+    assert not h.holds(10.6)

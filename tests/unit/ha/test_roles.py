@@ -46,8 +46,10 @@ def test_a_notifier_no_longer_preferred_releases_once_the_other_has_caught_up() 
     b.answered(0.0, granted("b", 2))  # b took over while a was away; a is back and preferred
     assert b.tick(0.1, NODES, caught_up=True, others_caught_up=False).role is Role.NOTIFIER
     assert b.tick(0.2, NODES, caught_up=True, others_caught_up=True).action is Action.RELEASE
-    b.released()
+    b.released(0.2)
     assert b.tick(0.3, NODES, caught_up=True).role is Role.STANDBY
+    assert b.tick(0.5, NODES, caught_up=True).action is Action.NOTHING  # a takes it now, not b
+    assert b.tick(2.3, ["b"], caught_up=True).action is Action.ACQUIRE  # a never did: b takes it back
 
 
 def test_a_notifier_that_cannot_renew_steps_down_on_its_own() -> None:

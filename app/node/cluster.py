@@ -1,0 +1,479 @@
+"""`Cluster`: this node's membership, and its role for each redundant plan, wired to real parts.
+
+Drives the pure state machines of `ha/` with real time, sockets and the registry:
+- heartbeats go every `heartbeat_ms` over an authenticated connection (`app.node.peers`) to
+  each well-known address and each member learned; they feed `ha.membership.Membership`. A
+  heartbeat connection that closes marks its member dead at once (its process died);
+- every `renew_ms` a role loop asks `ha.roles.PlanRole` what to do for each redundant plan
+  deployed here, and asks the registry's lease store (`take_over` when the holder's process is
+  known dead, `acquire` otherwise);
+- a node that holds a plan's lease leads its journal (it sequences the plan's input and
+  forwards it to the standbys: `app.node.replication`) and delivers its outputs under a fence
+  of its lease epoch (`NotifierFence`); the others follow the notifier, relay the bundles they
+  receive to it and hold their outputs for a takeover (`app.node.gate`).
+
+Every message between members names a plan; a member that is not the plan's notifier answers
+`not_notifier`, so a member with a stale view only ever costs a retry.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from adapters.output.rdbms.epoch_fence import EpochFence
+from app.node.gate import OutputGate
+from app.node.journal import NotLeading, PlanJournal
+from app.node.peers import Connection, Header, PeerClosed, PeerError, PeerServer, connect
+from app.node.replication import Follower, Sequencer
+from app.persistence.records import Events, decode, encode
+from engine.errors import CEPError, NotLeader
+from ha.lease import Timing
+from ha.membership import Membership, State, Timeouts
+from ha.ports import LeaseStore
+from ha.roles import Action, PlanRole, Role
+
+log = logging.getLogger(__name__)
+
+RELAY_WAIT_SECONDS = 5.0  # how long a bundle for a plan without a reachable notifier waits for one
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    me: str  # this node's id
+    advertise: str  # where the others reach this node's cluster port, "host:port"
+    host: str
+    port: int
+    wka: tuple[str, ...]
+    secret: bytes
+    timeouts: Timeouts
+    timing: Timing
+
+
+class NotifierFence:
+    """The fence of a notifier's writes: its lease must hold on its own clock, and a database
+    sink checks the epoch in the write's transaction (`EpochFence`)."""
+
+    def __init__(self, plan: str, epoch: int, holds: Callable[[], bool]) -> None:
+        self.plan = plan
+        self.epoch = epoch
+        self._holds = holds
+        self._sink = EpochFence(plan, epoch)
+
+    def __call__(self, handle: Any) -> None:
+        if not self._holds():
+            msg = f"this node no longer holds the notifier lease of plan {self.plan} (epoch {self.epoch})"
+            raise NotLeader(msg)
+        if isinstance(handle, sa.Connection):
+            self._sink(handle)
+
+
+class _Plan:
+    """What this node keeps for one redundant plan deployed here."""
+
+    def __init__(self, name: str, journal: PlanJournal, gate: OutputGate, role: PlanRole) -> None:
+        self.name = name
+        self.journal = journal
+        self.gate = gate
+        self.role = role
+        self.sequencer: Sequencer | None = None
+        self.follower: Follower | None = None
+        self.epoch = 0  # of the lease this node notifies under (0: standby)
+
+
+class Cluster:
+    def __init__(
+        self,
+        settings: ClusterSettings,
+        leases: LeaseStore,
+        emit: Callable[..., None],
+        install: Callable[[str, bytes], object],
+        flush: Callable[[float], bool],
+        fenced: Callable[[], int],
+    ) -> None:
+        self.settings = settings
+        self.me = settings.me
+        self._leases = leases
+        self._emit = emit
+        self._install = install
+        self._flush = flush
+        self._fenced = fenced
+        self.membership = Membership(self.me, settings.timeouts, ())
+        self._addresses: dict[str, str] = {self.me: settings.advertise}  # member → cluster address
+        self._plans: dict[str, _Plan] = {}
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._links: dict[str, threading.Thread] = {}  # heartbeat senders, by address
+        self._inbound: dict[str, int] = {}  # open heartbeat connections per member
+        self._relays: dict[str, Connection] = {}
+        self._relay_lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self.server = PeerServer(settings.host, settings.port, self.me, settings.secret, self._serve)
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.server.start()
+        for target, name in ((self._heartbeats, "cluster-heartbeats"), (self._roles, "cluster-roles")):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        watermark = threading.Thread(target=self._watermarks, name="cluster-delivered", daemon=True)
+        watermark.start()
+        self._threads.append(watermark)
+        log.info(
+            "cluster member %s on %s (well-known addresses: %s)",
+            self.me, self.settings.advertise, ", ".join(self.settings.wka) or "none",
+        )  # fmt: skip
+
+    def stop(self) -> None:
+        """Give up every lease (the standbys take over at once) and leave the cluster."""
+        self._stop.set()
+        with self._lock:
+            plans = list(self._plans.values())
+        for plan in plans:
+            self._step_down(plan)
+            if plan.follower is not None:
+                plan.follower.stop()
+            try:
+                if plan.role.holder.epoch is not None:
+                    self._leases.release(plan.name, self.me)
+            except Exception as exc:  # the lease then runs out on its own
+                log.warning("plan %s: could not release the notifier lease: %s", plan.name, exc)
+        self.server.stop()
+        for thread in self._threads:
+            thread.join(2)
+        for connection in list(self._relays.values()):
+            connection.close()
+
+    # ---- plans -------------------------------------------------------------------------------
+
+    def gate(self, name: str, journal: PlanJournal) -> OutputGate:
+        """The output gate of redundant plan `name` (made, with the plan's role, on first use:
+        the plan starts as a standby until the lease says otherwise)."""
+        with self._lock:
+            plan = self._plans.get(name)
+            if plan is None:
+                gate = OutputGate(name, self._emit)
+                plan = self._plans[name] = _Plan(
+                    name, journal, gate, PlanRole(name, self.me, self.settings.timing)
+                )
+                journal.follow(self._relay_for(name))
+                plan.follower = self._follower(plan)
+                plan.follower.start()
+            return plan.gate
+
+    def forget(self, name: str) -> None:
+        """Plan `name` no longer runs here."""
+        with self._lock:
+            plan = self._plans.pop(name, None)
+        if plan is None:
+            return
+        self._step_down(plan)
+        if plan.follower is not None:
+            plan.follower.stop()
+        if plan.role.holder.epoch is not None:
+            try:
+                self._leases.release(name, self.me)
+            except Exception as exc:
+                log.warning("plan %s: could not release the notifier lease: %s", name, exc)
+
+    def status(self) -> dict[str, Any]:
+        now = time.monotonic()
+        with self._lock:
+            plans = list(self._plans.values())
+        return {
+            "member": self.me,
+            "members": {m: s.value for m, s in self.membership.view(now).items()},
+            "plans": {
+                p.name: {
+                    "role": "notifier" if p.epoch else "standby",
+                    "epoch": p.epoch or None,
+                    "position": p.journal.position,
+                    "held_outputs": p.gate.held,
+                    "standbys_in_sync": p.sequencer.in_sync() if p.sequencer else [],
+                    "caught_up": p.follower.caught_up if p.follower else True,
+                }
+                for p in plans
+            },
+        }
+
+    # ---- roles -----------------------------------------------------------------------------------
+
+    def _roles(self) -> None:
+        period = min(self.settings.timing.renew_ms / 1000 / 2, 0.05)
+        while not self._stop.wait(period):
+            with self._lock:
+                plans = list(self._plans.values())
+            for plan in plans:
+                try:
+                    self._decide(plan)
+                except Exception:
+                    log.exception("plan %s: the role loop failed", plan.name)
+
+    def _decide(self, plan: _Plan) -> None:
+        now = time.monotonic()
+        alive = self.membership.alive(now)
+        follower = plan.follower
+        known = plan.role.lease
+        caught_up = follower is None or follower.caught_up or known is None or known.holder == self.me
+        others = plan.sequencer.in_sync() if plan.sequencer is not None else []
+        decision = plan.role.tick(now, alive, caught_up, others_caught_up=bool(others))
+        if decision.action is Action.ACQUIRE:
+            sent = time.monotonic()
+            try:
+                if known is not None and known.holder != self.me and self._dead(known.holder, now):
+                    lease = self._leases.take_over(
+                        plan.name, self.me, self.settings.timing.ttl_ms, known.holder, known.epoch
+                    )
+                else:
+                    lease = self._leases.acquire(plan.name, self.me, self.settings.timing.ttl_ms)
+            except Exception as exc:
+                lease = None
+                log.debug("plan %s: lease request failed: %s", plan.name, exc)
+            plan.role.answered(sent, lease)
+        elif decision.action is Action.RELEASE:
+            self._step_down(plan)
+            # what went to the adapters under this lease is written before the next notifier starts
+            self._flush(self.settings.timing.margin_ms / 1000)
+            try:
+                self._leases.release(plan.name, self.me)
+            except Exception as exc:
+                log.warning("plan %s: could not release the notifier lease: %s", plan.name, exc)
+            plan.role.released(time.monotonic())
+            log.info("plan %s: notifier role handed to %s", plan.name, ", ".join(others))
+            return
+        holds = plan.role.holder.holds(time.monotonic())
+        if holds and not plan.epoch:
+            self._take_over(plan)
+        elif not holds and plan.epoch:
+            self._step_down(plan)
+        elif decision.role is Role.STANDBY and plan.epoch:
+            self._step_down(plan)
+
+    def _dead(self, member: str, now: float) -> bool:
+        return self.membership.state(member, now) is State.DEAD
+
+    def _take_over(self, plan: _Plan) -> None:
+        epoch = plan.role.holder.epoch
+        assert epoch is not None
+        started = time.monotonic()
+        if plan.follower is not None:
+            plan.follower.stop()
+            plan.follower = None
+        role = plan.role
+        fence = NotifierFence(plan.name, epoch, lambda: role.holder.holds(time.monotonic()))
+        plan.sequencer = Sequencer(plan.journal, plan.gate)
+        after = plan.journal.lead(epoch, plan.sequencer)
+        plan.epoch = epoch
+        delivered = plan.gate.open(fence, after)
+        log.info(
+            "plan %s: this node is its notifier now (epoch %d, from position %d; %d held outputs "
+            "delivered again, %.0f ms)",
+            plan.name, epoch, after, delivered, (time.monotonic() - started) * 1000,
+        )  # fmt: skip
+
+    def _step_down(self, plan: _Plan) -> None:
+        if not plan.epoch:
+            return
+        plan.journal.follow(self._relay_for(plan.name))
+        plan.gate.close()
+        if plan.sequencer is not None:
+            plan.sequencer.close()
+            plan.sequencer = None
+        log.warning("plan %s: this node is no longer its notifier (epoch %d)", plan.name, plan.epoch)
+        plan.epoch = 0
+        if not self._stop.is_set():
+            plan.follower = self._follower(plan)
+            plan.follower.start()
+
+    def _follower(self, plan: _Plan) -> Follower:
+        return Follower(
+            plan.journal,
+            plan.gate,
+            notifier=lambda: self._notifier_address(plan),
+            connect=lambda address: connect(address, self.me, "replicate", self.settings.secret),
+            install=lambda blob: self._install(plan.name, blob),
+        )
+
+    def _notifier_address(self, plan: _Plan) -> str | None:
+        lease = plan.role.lease
+        if lease is None or lease.holder == self.me or lease.ttl_ms <= 0:
+            try:
+                lease = self._leases.current(plan.name)
+            except Exception:
+                return None
+            if lease is not None:
+                plan.role.lease = lease
+        if lease is None or lease.holder == self.me:
+            return None
+        return self._addresses.get(lease.holder)
+
+    def _watermarks(self) -> None:
+        """Tell the standbys which outputs are written, so they forget them. A flush also ends
+        when the fence refused records: then nothing is reported this round (the next
+        notifier delivers them from what it holds)."""
+        while not self._stop.wait(0.2):
+            with self._lock:
+                leading = [(p, p.sequencer, p.gate.released) for p in self._plans.values() if p.sequencer]
+            if not leading:
+                continue
+            fenced = self._fenced()
+            if not self._flush(2.0) or self._fenced() != fenced:
+                continue
+            for plan, sequencer, released in leading:
+                if plan.sequencer is sequencer:
+                    sequencer.delivered(released)
+
+    # ---- relaying bundles to the notifier ------------------------------------------------------
+
+    def _relay_for(self, name: str) -> Callable[[str, list[tuple[Any, ...]], list[int]], None]:
+        def relay(stream: str, rows: list[tuple[Any, ...]], timestamps: list[int]) -> None:
+            deadline = time.monotonic() + RELAY_WAIT_SECONDS
+            body = encode(Events(stream, timestamps, rows, 0))
+            while True:
+                with self._lock:
+                    plan = self._plans.get(name)
+                if plan is None or plan.epoch:
+                    msg = f"plan {name}: this node leads it now"
+                    raise NotLeading(msg)
+                address = self._notifier_address(plan)
+                if address is not None:
+                    try:
+                        self._relay(address, name, body)
+                        return
+                    except PeerError as exc:
+                        log.debug("plan %s: relay to %s failed: %s", name, address, exc)
+                if time.monotonic() >= deadline:
+                    msg = f"plan {name}: no notifier took the events within {RELAY_WAIT_SECONDS:.0f} s"
+                    raise NotLeading(msg)
+                time.sleep(0.05)
+
+        return relay
+
+    def _relay(self, address: str, plan: str, body: bytes) -> None:
+        with self._relay_lock:
+            connection = self._relays.get(address)
+            if connection is None or connection.closed:
+                connection = self._relays[address] = connect(address, self.me, "relay", self.settings.secret)
+            try:
+                connection.send({"t": "events", "plan": plan}, body)
+                answer, _ = connection.recv(64 * 1024)
+            except PeerError:
+                connection.close()
+                raise
+        if answer.get("t") != "ok":
+            raise PeerError(str(answer.get("why", "the notifier refused the events")))
+
+    # ---- heartbeats ----------------------------------------------------------------------------
+
+    def _heartbeats(self) -> None:
+        while not self._stop.is_set():
+            now = time.monotonic()
+            targets = set(self.settings.wka)
+            for member in self.membership.targets(now):
+                address = self._addresses.get(member)
+                if address is not None:
+                    targets.add(address)
+            targets.discard(self.settings.advertise)
+            for address in targets:
+                link = self._links.get(address)
+                if link is None or not link.is_alive():
+                    link = threading.Thread(target=self._link, args=(address,), daemon=True)
+                    self._links[address] = link
+                    link.start()
+            self._stop.wait(self.settings.timeouts.heartbeat_ms / 1000)
+
+    def _link(self, address: str) -> None:
+        """Heartbeats to the member at `address` until the connection fails (a new link follows)."""
+        try:
+            connection = connect(address, self.me, "heartbeat", self.settings.secret, timeout=0.5)
+        except PeerError:
+            self._stop.wait(self.settings.timeouts.heartbeat_ms / 1000)
+            return
+        peer = connection.peer
+        self._addresses.setdefault(peer, address)
+        try:
+            while not self._stop.is_set():
+                now = time.monotonic()
+                knows = {m: self._addresses.get(m) for m in self.membership.knows(now)}
+                connection.send({"t": "hb", "addr": self.settings.advertise, "knows": knows})
+                self._stop.wait(self.settings.timeouts.heartbeat_ms / 1000)
+        except PeerError:
+            pass
+        finally:
+            connection.close()
+
+    # ---- serving other members ----------------------------------------------------------------
+
+    def _serve(self, connection: Connection) -> None:
+        if connection.purpose == "heartbeat":
+            self._serve_heartbeats(connection)
+        elif connection.purpose == "replicate":
+            request, _ = connection.recv(64 * 1024)
+            plan = self._plans.get(str(request.get("plan")))
+            sequencer = None if plan is None else plan.sequencer
+            if sequencer is None:
+                connection.send({"t": "not_notifier"})
+                return
+            sequencer.serve(connection, request)
+        elif connection.purpose == "relay":
+            self._serve_relay(connection)
+
+    def _serve_heartbeats(self, connection: Connection) -> None:
+        peer = connection.peer
+        with self._lock:
+            self._inbound[peer] = self._inbound.get(peer, 0) + 1
+        try:
+            while True:
+                header, _ = connection.recv(256 * 1024)
+                if header.get("t") != "hb":
+                    continue
+                self._heard(peer, header)
+        except PeerClosed:
+            pass
+        finally:
+            with self._lock:
+                self._inbound[peer] -= 1
+                last = self._inbound[peer] == 0
+            if last and not self._stop.is_set():
+                self.membership.lost(peer)
+                log.info("cluster member %s left (its connection closed)", peer)
+
+    def _heard(self, peer: str, header: Header) -> None:
+        address = header.get("addr")
+        if isinstance(address, str):
+            self._addresses[peer] = address
+        knows = header.get("knows")
+        members: list[str] = []
+        if isinstance(knows, dict):
+            for member, where in knows.items():
+                members.append(str(member))
+                if isinstance(where, str) and member not in self._addresses:
+                    self._addresses[str(member)] = where
+        self.membership.heartbeat(peer, members, time.monotonic())
+
+    def _serve_relay(self, connection: Connection) -> None:
+        while True:
+            header, body = connection.recv()
+            plan = self._plans.get(str(header.get("plan")))
+            if plan is None or not plan.epoch:
+                connection.send({"t": "refused", "why": f"not the notifier of plan {header.get('plan')}"})
+                continue
+            try:
+                record = decode(body)
+                if not isinstance(record, Events):
+                    msg = "a relayed record must be events"
+                    raise CEPError(msg)
+                position = plan.journal.send(record.stream, record.rows, record.timestamps)
+                plan.journal.durable(position)
+            except CEPError as exc:
+                connection.send({"t": "refused", "why": str(exc)})
+                continue
+            connection.send({"t": "ok"})

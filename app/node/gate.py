@@ -1,0 +1,117 @@
+"""`OutputGate`: a redundant plan's outputs, held until this node may deliver them.
+
+Every member runs a redundant plan on the same ordered input, so every member computes the
+same outputs with the same origins (log id, position, index). Only the notifier delivers:
+- on the notifier, outputs of a record wait here until the standbys hold the record
+  (`release(through)`), so no output reaches a sink for an input a takeover would not have;
+- on a standby, outputs wait here until the notifier reports them delivered (`trim(through)`);
+  when it wins the lease, `open(fence)` delivers what is still held (the sink skips what it
+  already has, by origin) and from then on it releases like a notifier.
+The gate knows which positions it can vouch for: everything after `covers_after` (a standby
+that joined from a snapshot has nothing before it; one that had to drop held outputs past
+`max_events` has nothing before the last dropped). It may take over only when the notifier
+has reported everything up to that point delivered (`complete`).
+
+Imports nothing of ours but `app.node.journal` (types) and `engine.events`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from app.node.journal import Provenance
+from engine.events import Event
+
+log = logging.getLogger(__name__)
+
+Emit = Callable[[str, list[Event], tuple[str, Provenance], Any], None]  # stream id, events, provenance, fence
+
+
+class OutputGate:
+    def __init__(self, plan: str, emit: Emit, max_events: int = 1_000_000) -> None:
+        self.plan = plan
+        self._emit = emit
+        self._max_events = max_events
+        self._lock = threading.Lock()
+        self._held: deque[tuple[int, str, list[Event], Provenance]] = deque()
+        self._events = 0
+        self.fence: Any = None  # None: held (standby); else the fence every delivery carries
+        self.released = 0  # the newest position whose outputs went to the adapters
+        self.covers_after = 0
+        self.delivered = 0  # the newest position the notifier reported delivered
+
+    def hold(self, stream_id: str, events: list[Event], where: Provenance) -> None:
+        with self._lock:
+            self._held.append((where.position, stream_id, events, where))
+            self._events += len(events)
+            while self._events > self._max_events and self._held:
+                dropped = self._held.popleft()
+                self._events -= len(dropped[2])
+                if dropped[0] > self.covers_after:
+                    self.covers_after = dropped[0]
+                    log.warning(
+                        "plan %s: more than %d outputs held for a takeover; dropped those of position %d "
+                        "(this node may not take over until the notifier has delivered past it)",
+                        self.plan, self._max_events, dropped[0],
+                    )  # fmt: skip
+
+    def release(self, through: int) -> int:
+        """Deliver the held outputs of positions up to `through` (notifier only); how many events."""
+        with self._lock:
+            if self.fence is None:
+                return 0
+            return self._deliver(through)
+
+    def open(self, fence: Any, through: int) -> int:
+        """This node notifies now, writing under `fence`: deliver everything held (the outputs of
+        every position up to `through`, the newest record it has); how many events."""
+        with self._lock:
+            self.fence = fence
+            n = self._deliver(None)
+            self.released = max(self.released, through)
+            return n
+
+    def close(self) -> None:
+        """This node no longer notifies: hold outputs from now on."""
+        with self._lock:
+            self.fence = None
+
+    def trim(self, through: int) -> None:
+        """The notifier delivered the outputs of every position up to `through`."""
+        with self._lock:
+            self.delivered = max(self.delivered, through)
+            while self._held and self._held[0][0] <= through:
+                self._events -= len(self._held.popleft()[2])
+
+    def reset(self, after: int) -> None:
+        """Forget everything held: the plan's state was replaced by a snapshot covering `after`."""
+        with self._lock:
+            self._held.clear()
+            self._events = 0
+            self.covers_after = after
+            self.delivered = 0
+
+    @property
+    def complete(self) -> bool:
+        """Whether delivering what is held now would leave no output undelivered."""
+        return self.delivered >= self.covers_after
+
+    @property
+    def held(self) -> int:
+        return self._events
+
+    def _deliver(self, through: int | None) -> int:
+        n = 0
+        while self._held and (through is None or self._held[0][0] <= through):
+            position, stream_id, events, where = self._held.popleft()
+            self._events -= len(events)
+            n += len(events)
+            self.released = max(self.released, position)
+            self._emit(stream_id, events, (self.plan, where), self.fence)
+        if through is not None:
+            self.released = max(self.released, through)
+        return n

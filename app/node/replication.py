@@ -1,0 +1,308 @@
+"""One ordered input per redundant plan: the notifier's `Sequencer` and a standby's `Follower`.
+
+A standby subscribes to the plan's notifier with where its own log stands (log id, position,
+and the lease epoch it followed last, its `term`). When that is a prefix of the notifier's log
+in the notifier's current term, the notifier resumes from there; otherwise (a new node, a
+node that restarted or was notifier itself, another term) it sends a snapshot of the plan's
+state and the log position it covers, and the standby adopts the notifier's log from there.
+Then come the records after it, in order, and `live`: from then on every record the notifier
+appends is pushed at once, and the standby acknowledges each once it has appended and
+processed it. The notifier's `settle(position)` waits for those acknowledgements (a standby
+that does not answer within `ack_timeout` is dropped and must subscribe again), then releases
+the outputs of `position` to the adapters: no output reaches a sink for an input a takeover
+would not have. The notifier also reports which positions' outputs are written
+(`delivered`), so standbys forget the outputs they hold for a takeover.
+
+Messages (`app.node.peers`): standby → notifier `sub`, `ack`; notifier → standby `state`
+(body: the state blob), `resume`, `rec` (body: the encoded record), `live`, `delivered`,
+`not_notifier`, `dropped`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from app.node.gate import OutputGate
+from app.node.journal import PlanJournal
+from app.node.peers import Connection, Header, PeerClosed, PeerError
+from app.persistence.errors import InputLogError
+
+log = logging.getLogger(__name__)
+
+MAX_QUEUED = 200_000  # records a standby may be behind before it is dropped
+
+
+class _Subscriber:
+    def __init__(self, connection: Connection, joined_at: int) -> None:
+        self.connection = connection
+        self.peer = connection.peer
+        self.joined_at = joined_at  # it is in sync once it acknowledged this position
+        self.acked = 0
+        self.queue: deque[tuple[Header, bytes]] = deque()
+        self.ready = threading.Condition()
+        self.gone = False
+
+    @property
+    def in_sync(self) -> bool:
+        return not self.gone and self.acked >= self.joined_at
+
+    def push(self, header: Header, body: bytes = b"") -> None:
+        with self.ready:
+            if len(self.queue) >= MAX_QUEUED:
+                self.drop(f"more than {MAX_QUEUED} records behind")
+                return
+            self.queue.append((header, body))
+            self.ready.notify()
+
+    def drop(self, why: str) -> None:
+        if self.gone:
+            return
+        self.gone = True
+        log.warning("standby %s dropped: %s; it must catch up again", self.peer, why)
+        try:
+            self.connection.send({"t": "dropped", "why": why})
+        except PeerError:
+            pass
+        self.connection.close()
+
+
+class Sequencer:
+    """The standbys of a plan this node notifies for (the journal's `replicas`)."""
+
+    def __init__(self, journal: PlanJournal, gate: OutputGate, ack_timeout: float = 1.0) -> None:
+        self.journal = journal
+        self.gate = gate
+        self.ack_timeout = ack_timeout
+        self._subscribers: list[_Subscriber] = []
+        self._acks = threading.Condition()
+        self._closed = False
+
+    # ---- the journal's side (Replicas) ------------------------------------------------------
+
+    def appended(self, position: int, payload: bytes) -> None:
+        for sub in self._subscribers:
+            if not sub.gone:
+                sub.push({"t": "rec", "p": position}, payload)
+
+    def settle(self, position: int) -> None:
+        deadline = time.monotonic() + self.ack_timeout
+        with self._acks:
+            while True:
+                lagging = [s for s in self._subscribers if s.in_sync and s.acked < position]
+                if not lagging or self._closed:
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    for sub in lagging:
+                        sub.drop(f"record {position} not acknowledged within {self.ack_timeout:.1f} s")
+                    break
+                self._acks.wait(left)
+        self.gate.release(position)
+
+    # ---- status --------------------------------------------------------------------------------
+
+    def in_sync(self) -> list[str]:
+        return sorted({s.peer for s in self._subscribers if s.in_sync})
+
+    def delivered(self, through: int) -> None:
+        """The outputs of every position up to `through` are written: standbys may forget theirs."""
+        for sub in self._subscribers:
+            if not sub.gone:
+                sub.push({"t": "delivered", "p": through})
+
+    def close(self) -> None:
+        """No longer the notifier: end every subscription (the standbys find the next one)."""
+        self._closed = True
+        for sub in list(self._subscribers):
+            sub.gone = True
+            sub.connection.close()
+            with sub.ready:
+                sub.ready.notify_all()
+        with self._acks:
+            self._acks.notify_all()
+
+    # ---- a standby's subscription ------------------------------------------------------------
+
+    def serve(self, connection: Connection, request: Header) -> None:
+        """Serve standby `connection` that sent `request` (`sub`), until it or this node stops."""
+        journal = self.journal
+        with journal.lock:
+            if self._closed or not journal.leading:
+                connection.send({"t": "not_notifier"})
+                return
+            first, _ = journal._log.bounds(journal.plan)
+            asked = int(request.get("position", -1))
+            resume = (
+                request.get("log_id") == journal.log_id
+                and request.get("term") == journal.term
+                and first - 1 <= asked <= journal.position
+            )
+            state = None if resume else journal._runtime().capture()
+            start = asked if resume else journal.position
+            header: Header = {"log_id": journal.log_id, "position": start, "term": journal.term}
+            header["clock"] = journal.clock.now
+            sub = _Subscriber(connection, journal.position)
+            self._subscribers.append(sub)
+        try:
+            if state is None:
+                connection.send({"t": "resume", **header})
+            else:
+                connection.send({"t": "state", **header}, state.encode())
+            for position, payload in journal._log.read_payloads(journal.plan, start):
+                if position > sub.joined_at:
+                    break
+                connection.send({"t": "rec", "p": position}, payload)
+            connection.send({"t": "live"})
+            log.info(
+                "plan %s: standby %s %s at position %d",
+                journal.plan, sub.peer, "resumed" if resume else "joined from a snapshot", start,
+            )  # fmt: skip
+            sender = threading.Thread(target=self._send_loop, args=(sub,), daemon=True)
+            sender.start()
+            while not sub.gone:
+                answer, _ = connection.recv(4096)
+                if answer.get("t") == "ack":
+                    with self._acks:
+                        sub.acked = max(sub.acked, int(answer.get("p", 0)))
+                        self._acks.notify_all()
+        except (PeerError, InputLogError) as exc:
+            if not sub.gone and not isinstance(exc, PeerClosed):
+                log.warning("plan %s: standby %s: %s", journal.plan, sub.peer, exc)
+        finally:
+            sub.gone = True
+            with sub.ready:
+                sub.ready.notify_all()
+            self._subscribers = [s for s in self._subscribers if s is not sub]
+            with self._acks:
+                self._acks.notify_all()
+
+    def _send_loop(self, sub: _Subscriber) -> None:
+        try:
+            while True:
+                with sub.ready:
+                    while not sub.queue and not sub.gone:
+                        sub.ready.wait(1.0)
+                    if sub.gone:
+                        return
+                    batch = list(sub.queue)
+                    sub.queue.clear()
+                for header, body in batch:
+                    sub.connection.send(header, body)
+        except PeerError:
+            sub.gone = True
+            sub.connection.close()
+
+
+class Follower:
+    """A standby's subscription to its plan's notifier, kept up by a thread until `stop`.
+
+    `notifier()` names where the notifier is reachable (None: none known yet); `connect(address)`
+    opens a connection to it; `install(blob)` replaces the plan's state with the notifier's.
+    """
+
+    def __init__(
+        self,
+        journal: PlanJournal,
+        gate: OutputGate,
+        notifier: Callable[[], str | None],
+        connect: Callable[[str], Connection],
+        install: Callable[[bytes], Any],
+    ) -> None:
+        self.journal = journal
+        self.gate = gate
+        self._notifier = notifier
+        self._connect = connect
+        self._install = install
+        self._stop = threading.Event()
+        self._connection: Connection | None = None
+        self.live = False  # receiving the notifier's records as it appends them
+        self.ended_live = False  # the last subscription ended while live (the notifier died)
+        self._thread = threading.Thread(target=self._run, name=f"follow-{journal.plan}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        connection = self._connection
+        if connection is not None:
+            connection.close()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(5)
+
+    @property
+    def caught_up(self) -> bool:
+        """Whether this standby holds every record the notifier had acknowledged (and the outputs
+        a takeover must deliver)."""
+        return (self.live or self.ended_live) and self.gate.complete
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            address = self._notifier()
+            if address is None:
+                self._stop.wait(0.05)
+                continue
+            try:
+                self._follow(address)
+            except PeerClosed:
+                pass
+            except (PeerError, InputLogError) as exc:
+                log.warning("plan %s: following the notifier at %s: %s", self.journal.plan, address, exc)
+            except Exception:
+                log.exception("plan %s: following the notifier at %s failed", self.journal.plan, address)
+                self.ended_live = False
+            finally:
+                if self.live:
+                    self.ended_live = True
+                self.live = False
+                connection, self._connection = self._connection, None
+                if connection is not None:
+                    connection.close()
+            self._stop.wait(0.05)
+
+    def _follow(self, address: str) -> None:
+        journal = self.journal
+        connection = self._connection = self._connect(address)
+        if self._stop.is_set():
+            return
+        connection.send(
+            {
+                "t": "sub",
+                "plan": journal.plan,
+                "log_id": journal.log_id,
+                "position": journal.position,
+                "term": journal.term,
+            }
+        )
+        while not self._stop.is_set():
+            header, body = connection.recv()
+            kind = header.get("t")
+            if kind == "rec":
+                journal.apply(int(header["p"]), body)
+                if self.live:
+                    connection.send({"t": "ack", "p": journal.position})
+            elif kind == "state":
+                self.ended_live = False
+                self._install(body)
+                position = int(header["position"])
+                journal.adopt(str(header["log_id"]), position, int(header["clock"]), int(header["term"]))
+                self.gate.reset(position)
+            elif kind == "resume":
+                self.ended_live = False
+                journal.term = int(header["term"])
+            elif kind == "live":
+                self.live = True
+                connection.send({"t": "ack", "p": journal.position})
+            elif kind == "delivered":
+                self.gate.trim(int(header["p"]))
+            elif kind == "not_notifier":
+                return
+            elif kind == "dropped":
+                self.live = False
+                log.warning("plan %s: the notifier dropped this standby: %s", journal.plan, header.get("why"))
+                return

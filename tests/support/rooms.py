@@ -1,0 +1,172 @@
+"""The rooms plan of the crash and failover tests: a stateful plan (a partition of length
+windows, a pattern with `every`/`within`, a table read in a join and updated, a time batch),
+its registry document, seeded readings, what an uninterrupted run emits, and a Thrift feeder."""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+import sqlalchemy as sa
+
+import engine
+from adapters.thrift import DataBridgeClient
+from adapters.thrift.definitions import parse_definition
+from adapters.thrift.events import WireEvent
+from tests.support.nodes import ADMIN_PASSWORD, NodeProcess
+
+PLAN = """
+@app:name('rooms')
+@Import('readings:1.0.0') define stream In (room string, seq long, v long);
+@Export('outs:1.0.0') define stream Out (kind string, room string, seq long, a long, b long);
+define table Latest (room string, v long);
+
+partition with (room of In)
+begin
+    @info(name='windowed')
+    from In#window.length(3) select 'window' as kind, room, seq, sum(v) as a, count() as b insert into Out;
+end;
+
+@info(name='rises')
+from every e1=In -> e2=In[room == e1.room and v > e1.v] within 1 sec
+select 'rise' as kind, e1.room as room, e2.seq as seq, e1.seq as a, e2.v - e1.v as b insert into Out;
+
+@info(name='changes')
+from In join Latest on In.room == Latest.room
+select 'change' as kind, In.room as room, In.seq as seq, Latest.v as a, In.v - Latest.v as b insert into Out;
+
+@info(name='latest')
+from In select room, v update or insert into Latest on Latest.room == room;
+
+@info(name='batches')
+from In#window.timeBatch(300 millisec)
+select 'batch' as kind, '' as room, max(seq) as seq, count() as a, sum(v) as b insert into Out;
+"""
+
+DOCUMENT = """
+[[streams]]
+name = "readings"
+payload = [{ name = "room", type = "STRING" }, { name = "seq", type = "LONG" }, { name = "v", type = "LONG" }]
+
+[[streams]]
+name = "outs"
+payload = [
+  { name = "kind", type = "STRING" }, { name = "room", type = "STRING" }, { name = "seq", type = "LONG" },
+  { name = "a", type = "LONG" }, { name = "b", type = "LONG" },
+]
+
+[[plans]]
+name = "rooms"
+file = "rooms.siddhi"
+snapshot_interval_minutes = 60
+
+[[datasources]]
+name = "sink"
+url = "SINK"
+
+[[adapters]]
+name = "outTable"
+type = "rdbms"
+datasource = "sink"
+table = "outs"
+mode = "insert"
+create_table = true
+batch_events = 7
+columns = [
+  { name = "kind", type = "VARCHAR(10)" }, { name = "room", type = "VARCHAR(10)" },
+  { name = "seq", type = "BIGINT" }, { name = "a", type = "BIGINT" }, { name = "b", type = "BIGINT" },
+]
+
+[[formatters]]
+name = "outRows"
+stream = "outs:1.0.0"
+adapter = "outTable"
+type = "map"
+"""
+
+DEFINITION = (
+    '{"name": "readings", "version": "1.0.0", "payloadData": [{"name": "room", "type": "STRING"}, '
+    '{"name": "seq", "type": "LONG"}, {"name": "v", "type": "LONG"}]}'
+)
+READINGS = 480
+BUNDLE = 8
+STEP_MS = 250  # event time between readings; `within 1 sec` spans four of them
+Reading = tuple[str, int, int]
+Row = tuple[str, str, int, int, int]
+
+
+def readings(seed: int) -> list[Reading]:
+    rng = random.Random(seed)
+    return [(f"r{rng.randrange(4)}", seq, rng.randrange(100)) for seq in range(READINGS)]
+
+
+def uninterrupted(plan_input: list[Reading], base: int) -> list[Row]:
+    """What the plan emits for these readings in one uninterrupted run (event time), sent in
+    the bundles the node gets (a bundle is one chunk: the join sees the table as it was before
+    the bundle, and the aggregates emit a row per key and bundle)."""
+    runtime = engine.compile(PLAN)
+    rows: list[Row] = []
+    runtime.subscribe("Out", lambda events: rows.extend(tuple(e.data) for e in events))  # type: ignore[misc]
+    for start in range(0, len(plan_input), BUNDLE):
+        bundle = plan_input[start : start + BUNDLE]
+        runtime.send("In", bundle, timestamps=[base + r[1] * STEP_MS for r in bundle])
+    return [r for r in rows if r[0] != "batch"]  # time batches follow the wall clock: checked apart
+
+
+def sink_rows(url: str) -> list[Row]:
+    db = sa.create_engine(url)
+    try:
+        with db.connect() as conn:
+            if not sa.inspect(conn).has_table("outs"):
+                return []
+            result = conn.execute(sa.text("SELECT kind, room, seq, a, b FROM outs"))
+            return [(r[0], r[1], int(r[2]), int(r[3]), int(r[4])) for r in result]
+    finally:
+        db.dispose()
+
+
+def batch_count(url: str) -> int:
+    return sum(r[3] for r in sink_rows(url) if r[0] == "batch")
+
+
+class Feeder:
+    """Sends readings to a node over Thrift in bundles, each acknowledged before the next."""
+
+    def __init__(self, node: NodeProcess, base: int) -> None:
+        self.base = base
+        self.client = DataBridgeClient(
+            f"tcp://127.0.0.1:{node.thrift_port}",
+            f"ssl://127.0.0.1:{node.tls_port}",
+            username="admin",
+            password=ADMIN_PASSWORD,
+            bundle_size=BUNDLE,
+            ca_file=str(node.certificate),
+        )
+        self.client.add_definition(parse_definition(DEFINITION))
+        self.client.connect()
+
+    def send(self, batch: list[Reading]) -> None:
+        for start in range(0, len(batch), BUNDLE):
+            bundle = batch[start : start + BUNDLE]
+            self.client.publish(
+                [WireEvent("readings:1.0.0", self.base + r[1] * STEP_MS, payload=r) for r in bundle]
+            )  # returns once the node acknowledged the bundle
+            time.sleep(0.02)  # a few time batches close while the readings arrive
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def provision(node: NodeProcess, tmp: Path, sink: str, *, redundant: bool = False) -> None:
+    """The plan, its streams and its sink in the registry of `node` (`redundant`: on every member
+    of a cluster, one notifying)."""
+    document = DOCUMENT.replace("SINK", sink)
+    if redundant:
+        document = document.replace(
+            'file = "rooms.siddhi"', 'file = "rooms.siddhi"\ndistributed_mode = "redundant"'
+        )
+    (tmp / "rooms.siddhi").write_text(PLAN, encoding="utf-8")
+    (tmp / "apply.toml").write_text(document, encoding="utf-8")
+    node.cli("db", "upgrade")
+    node.cli("apply", str(tmp / "apply.toml"))
