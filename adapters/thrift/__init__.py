@@ -10,7 +10,8 @@ Modules, each with one job:
 - `handler`, `memory`: the node's side of the receiver, and an in-memory double;
 - `sessions`, `service`, `settings`, `tls`, `server`: the two listeners;
 - `endpoints`, `connection`, `client`: a Gen-1 style publisher;
-- `delivery`, `forwarder`: the WSO2Event output adapter.
+- `delivery`, `forwarder`: the WSO2Event output adapter;
+- `publisher`: a synchronous publisher to receiver groups (`cepheus publish`, the pizza-shop publisher).
 
 Imports only `engine.events`, `engine.errors` and `engine.types` outside this package.
 """
@@ -39,6 +40,7 @@ from adapters.thrift.events import Bundle, WireEvent
 from adapters.thrift.forwarder import ForwarderSettings, Wso2EventForwarder
 from adapters.thrift.handler import Handler
 from adapters.thrift.memory import InMemoryHandler
+from adapters.thrift.publisher import GroupReport, NotDelivered, Publisher, Report
 from adapters.thrift.server import DataBridgeServer
 from adapters.thrift.sessions import Sessions
 from adapters.thrift.settings import ServerSettings
@@ -51,11 +53,15 @@ __all__ = [
     "DefinitionConflict",
     "Endpoint",
     "ForwarderSettings",
+    "GroupReport",
     "Handler",
     "InMemoryHandler",
     "MalformedDefinition",
+    "NotDelivered",
+    "Publisher",
     "ReceiverGroup",
     "ReceiverGroups",
+    "Report",
     "ServerSettings",
     "SessionExpired",
     "Sessions",

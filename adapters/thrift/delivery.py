@@ -4,7 +4,9 @@ Owns a bounded buffer and one sender thread per group. Events leave the buffer o
 receiver acknowledged their bundle (or rejected it with `ue`, which no retry can fix). A
 receiver that fails is left alone for a back-off that doubles up to a maximum, while the
 others of the group take the load (round robin) or the next takes over (fail-over). When
-the buffer is full, new events are dropped, counted and logged: never silently.
+the buffer is full, new events are dropped, counted and logged: never silently. The
+forwarder drives one per group, and so does the client publisher (`publisher`), which hears of
+every acknowledged or rejected stretch of the buffer through `on_done`.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from itertools import islice
 
 from adapters.thrift.client import DataBridgeClient
@@ -29,8 +32,20 @@ _ATTEMPTS_BEFORE_REJECT = 3
 _OVERFLOW_LOG_INTERVAL = 10.0
 
 
+@dataclass(frozen=True)
+class ReceiverState:
+    """One receiver of a group as its sender sees it: events it acknowledged, whether its last
+    attempt failed (`down`), how many attempts failed in all, and the last failure."""
+
+    endpoint: Endpoint
+    sent: int
+    down: bool
+    failures: int
+    error: Exception | None
+
+
 class _Receiver:
-    __slots__ = ("endpoint", "client", "down_until", "backoff", "down")
+    __slots__ = ("endpoint", "client", "down_until", "backoff", "down", "sent", "failures", "error")
 
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
@@ -38,6 +53,8 @@ class _Receiver:
         self.down_until = 0.0
         self.backoff = 0.0
         self.down = False
+        self.sent = self.failures = 0
+        self.error: Exception | None = None
 
 
 class GroupSender:
@@ -53,8 +70,14 @@ class GroupSender:
         bundle_size: int,
         retry_initial: float,
         retry_max: float,
+        kind: str = "forwarder",
+        on_done: Callable[[int, bool], None] | None = None,
     ) -> None:
+        """`kind` starts the log lines; `on_done(n, delivered)` hears, in buffer order and on
+        the sender's thread, that the oldest `n` buffered events were acknowledged (or rejected)."""
         self.name = name
+        self.kind = kind
+        self._on_done = on_done
         self._failover = group.failover
         self._receivers = [_Receiver(e) for e in group.endpoints]
         self._open_client = open_client
@@ -67,13 +90,15 @@ class GroupSender:
         self._next = 0
         self._attempts = 0
         self._last_overflow_log = 0.0
-        self._thread = threading.Thread(target=self._run, name=f"forwarder-{name}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"{kind}-{name}", daemon=True)
         self.sent = self.dropped = self.rejected = 0
 
     def start(self) -> None:
         self._thread.start()
 
-    def offer(self, events: Sequence[WireEvent]) -> None:
+    def offer(self, events: Sequence[WireEvent]) -> int:
+        """Buffer what fits of `events` (the first ones); count the rest as dropped. Returns how
+        many were buffered."""
         with self._cond:
             room = self._capacity - len(self._buffer)
             self._buffer.extend(events if len(events) <= room else events[: max(room, 0)])
@@ -85,11 +110,20 @@ class GroupSender:
                 if now - self._last_overflow_log >= _OVERFLOW_LOG_INTERVAL:
                     self._last_overflow_log = now
                     log.warning(
-                        "forwarder %s: buffer of %s full, %s dropped so far",
+                        "%s %s: buffer of %s full, %s dropped so far",
+                        self.kind,
                         self.name,
                         counted(self._capacity, "event"),
                         counted(self.dropped, "event"),
                     )
+            return len(events) - max(lost, 0)
+
+    def receivers(self) -> tuple[ReceiverState, ...]:
+        """The receivers of the group, in URL order (a snapshot; they change as it sends)."""
+        with self._cond:
+            return tuple(
+                ReceiverState(r.endpoint, r.sent, r.down, r.failures, r.error) for r in self._receivers
+            )
 
     def pending(self) -> int:
         with self._cond:
@@ -150,37 +184,47 @@ class GroupSender:
                 receiver.client = self._open_client(receiver.endpoint)
             receiver.client.publish(batch)
         except (UndefinedEventType, EventEncodingError) as exc:
-            self._finish(len(batch), rejected=exc)
+            self._finish(receiver, len(batch), rejected=exc)
         except RemoteApplicationError as exc:
             self._attempts += 1
             if self._attempts >= _ATTEMPTS_BEFORE_REJECT:
-                self._finish(len(batch), rejected=exc)
+                self._finish(receiver, len(batch), rejected=exc)
             else:
                 self._failed(receiver, exc)
         except CEPError as exc:
             self._failed(receiver, exc)
         except Exception as exc:  # a bug in one send must not end delivery for good
-            log.exception("forwarder %s: sending to %s failed", self.name, receiver.endpoint.receiver)
+            log.exception("%s %s: sending to %s failed", self.kind, self.name, receiver.endpoint.receiver)
             self._failed(receiver, exc)
         else:
-            self._finish(len(batch))
-            if receiver.down:
-                log.info("forwarder %s: %s is reachable again", self.name, receiver.endpoint.receiver)
-            receiver.down, receiver.backoff = False, 0.0
+            was_down = receiver.down
+            self._finish(receiver, len(batch))
+            if was_down:
+                log.info("%s %s: %s is reachable again", self.kind, self.name, receiver.endpoint.receiver)
+            receiver.backoff = 0.0
 
-    def _finish(self, n: int, rejected: Exception | None = None) -> None:
+    def _finish(self, receiver: _Receiver, n: int, rejected: Exception | None = None) -> None:
         with self._cond:
             for _ in range(n):
                 self._buffer.popleft()
             self._attempts = 0
             if rejected is None:
                 self.sent += n
+                receiver.sent += n
+                receiver.down = False  # before `on_done`: a waiting publisher sees it up
             else:
                 self.rejected += n
             self._cond.notify_all()
+        if self._on_done is not None:
+            self._on_done(n, rejected is None)
         if rejected is not None:
             log.error(
-                "forwarder %s: receiver rejected a bundle of %s: %s", self.name, counted(n, "event"), rejected
+                "%s %s: %s rejected a bundle of %s: %s",
+                self.kind,
+                self.name,
+                receiver.endpoint.receiver,
+                counted(n, "event"),
+                rejected,
             )
 
     def _failed(self, receiver: _Receiver, exc: Exception) -> None:
@@ -191,9 +235,13 @@ class GroupSender:
         receiver.down_until = time.monotonic() + receiver.backoff
         if not receiver.down:
             log.warning(
-                "forwarder %s: %s unavailable (%s); events wait in the buffer, retrying",
+                "%s %s: %s unavailable (%s); events wait in the buffer, retrying",
+                self.kind,
                 self.name,
                 receiver.endpoint.receiver,
                 exc,
             )
-        receiver.down = True
+        with self._cond:
+            receiver.down = True
+            receiver.failures += 1
+            receiver.error = exc

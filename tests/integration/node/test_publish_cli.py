@@ -124,7 +124,8 @@ def test_wrong_password_is_a_message(env: tuple[Node, Path, Path], tmp_path: Pat
         node, "--stream", "temps:1.0.0", "--config", str(config), str(events), password="wrong-password"
     )
     assert code == 1
-    assert "error: tcp://127.0.0.1" in output and "0 events were sent" in output
+    assert f"error: no receiver group acknowledged 1 event: tcp://127.0.0.1:{node.thrift.port}: " in output
+    assert output.endswith("; 0 events were sent\n")
 
 
 def test_an_untrusted_certificate_is_refused_unless_trusted_or_insecure(
@@ -138,9 +139,11 @@ def test_an_untrusted_certificate_is_refused_unless_trusted_or_insecure(
 
     code, output = publish(node, *args, trust=())
     assert code == 1
-    assert output.startswith(
-        f"error: the TLS certificate of 127.0.0.1:{node.thrift.tls_port} is not trusted: self-signed certificate; "
-        "trust it with --ca-file FILE (for a Cepheus node: its var/tls/cert.pem) or skip the check with --insecure"
+    assert output.endswith(
+        f"error: no receiver group acknowledged 1 event: tcp://127.0.0.1:{node.thrift.port}: "
+        f"the TLS certificate of 127.0.0.1:{node.thrift.tls_port} is not trusted: self-signed certificate; "
+        "trust it with --ca-file FILE (for a Cepheus node: its var/tls/cert.pem) or skip the check with --insecure; "
+        "0 events were sent\n"
     )
     assert node.ingress.stats().received == {}
 

@@ -47,6 +47,25 @@ def server(settings: ServerSettings, handler: InMemoryHandler) -> Iterator[DataB
 
 
 ClientFactory = Callable[..., DataBridgeClient]
+Peer = tuple[DataBridgeServer, InMemoryHandler]
+PeerFactory = Callable[[], Peer]
+
+
+@pytest.fixture
+def peers(settings: ServerSettings) -> Iterator[PeerFactory]:
+    """Start receivers (each with an empty in-memory handler) that are stopped after the test."""
+    started: list[DataBridgeServer] = []
+
+    def start() -> Peer:
+        handler = InMemoryHandler({"admin": "admin"})
+        server = DataBridgeServer(settings, handler)
+        server.start()
+        started.append(server)
+        return server, handler
+
+    yield start
+    for server in started:
+        server.stop(timeout=2)
 
 
 @pytest.fixture(scope="session")
