@@ -73,6 +73,17 @@ class Membership:
         if found is not None:
             found.lost = True
 
+    def gone(self, member: str, now: float) -> bool:
+        """Whether `member` was heard from and is dead now (its connection closed, or silent past
+        `dead_ms`): a member never heard from is not known to be gone, just not known."""
+        found = self._members.get(member)
+        return found is not None and found.heard is not None and self.state(member, now) is State.DEAD
+
+    def lost_connection(self, member: str) -> bool:
+        """Whether `member`'s connection closed (and it has not heartbeated since)."""
+        found = self._members.get(member)
+        return found is not None and found.lost
+
     def state(self, member: str, now: float) -> State:
         if member == self.me:
             return State.ALIVE

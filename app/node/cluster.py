@@ -32,10 +32,12 @@ from app.node.gate import OutputGate
 from app.node.journal import NotLeading, PlanJournal
 from app.node.peers import Connection, Header, PeerClosed, PeerError, PeerServer, connect
 from app.node.replication import Follower, Sequencer
+from app.node.resends import Resends
 from app.persistence.records import Events, decode, encode
 from engine.errors import CEPError, NotLeader
 from ha.lease import Timing
-from ha.membership import Membership, State, Timeouts
+from ha.membership import Membership, Timeouts
+from ha.placement import notifier
 from ha.ports import LeaseStore
 from ha.roles import Action, PlanRole, Role
 
@@ -85,6 +87,7 @@ class _Plan:
         self.sequencer: Sequencer | None = None
         self.follower: Follower | None = None
         self.epoch = 0  # of the lease this node notifies under (0: standby)
+        self.looked_up = 0.0  # when the registry was last asked who holds the lease
 
 
 class Cluster:
@@ -114,11 +117,13 @@ class Cluster:
         self._relays: dict[str, Connection] = {}
         self._relay_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
+        self._started = 0.0
         self.server = PeerServer(settings.host, settings.port, self.me, settings.secret, self._serve)
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
+        self._started = time.monotonic()
         self.server.start()
         for target, name in ((self._heartbeats, "cluster-heartbeats"), (self._roles, "cluster-roles")):
             thread = threading.Thread(target=target, name=name, daemon=True)
@@ -138,7 +143,7 @@ class Cluster:
         with self._lock:
             plans = list(self._plans.values())
         for plan in plans:
-            self._step_down(plan)
+            self._step_down(plan, drain=True)
             if plan.follower is not None:
                 plan.follower.stop()
             try:
@@ -165,6 +170,7 @@ class Cluster:
                     name, journal, gate, PlanRole(name, self.me, self.settings.timing)
                 )
                 journal.follow(self._relay_for(name))
+                journal.resends = Resends()
                 plan.follower = self._follower(plan)
                 plan.follower.start()
             return plan.gate
@@ -219,12 +225,17 @@ class Cluster:
 
     def _decide(self, plan: _Plan) -> None:
         now = time.monotonic()
+        if now - self._started < self.settings.timeouts.dead_ms / 1000:
+            return  # the others have not been heard from yet: the view would be wrong
         alive = self.membership.alive(now)
         follower = plan.follower
+        if plan.role.lease is None:
+            self._notifier_address(plan)  # who holds the lease (None: it was never granted)
         known = plan.role.lease
         caught_up = follower is None or follower.caught_up or known is None or known.holder == self.me
         others = plan.sequencer.in_sync() if plan.sequencer is not None else []
-        decision = plan.role.tick(now, alive, caught_up, others_caught_up=bool(others))
+        preferred = notifier(plan.name, sorted({*alive, self.me}))
+        decision = plan.role.tick(now, alive, caught_up, others_caught_up=preferred in others)
         if decision.action is Action.ACQUIRE:
             sent = time.monotonic()
             try:
@@ -239,7 +250,7 @@ class Cluster:
                 log.debug("plan %s: lease request failed: %s", plan.name, exc)
             plan.role.answered(sent, lease)
         elif decision.action is Action.RELEASE:
-            self._step_down(plan)
+            self._step_down(plan, drain=True)
             # what went to the adapters under this lease is written before the next notifier starts
             self._flush(self.settings.timing.margin_ms / 1000)
             try:
@@ -258,7 +269,8 @@ class Cluster:
             self._step_down(plan)
 
     def _dead(self, member: str, now: float) -> bool:
-        return self.membership.state(member, now) is State.DEAD
+        """Whether `member`'s process is known to have died: its connection to this node closed."""
+        return self.membership.gone(member, now) and self.membership.lost_connection(member)
 
     def _take_over(self, plan: _Plan) -> None:
         epoch = plan.role.holder.epoch
@@ -279,10 +291,14 @@ class Cluster:
             plan.name, epoch, after, delivered, (time.monotonic() - started) * 1000,
         )  # fmt: skip
 
-    def _step_down(self, plan: _Plan) -> None:
+    def _step_down(self, plan: _Plan, *, drain: bool = False) -> None:
+        """Stop notifying. `drain` (a hand-over while the lease still holds): first let the
+        standbys receive every record sequenced, so the next notifier has them all."""
         if not plan.epoch:
             return
-        plan.journal.follow(self._relay_for(plan.name))
+        plan.journal.follow(self._relay_for(plan.name))  # waits for a bundle being sequenced
+        if drain and plan.sequencer is not None:
+            plan.sequencer.drain(plan.journal.position, self.settings.timing.margin_ms / 1000)
         plan.gate.close()
         if plan.sequencer is not None:
             plan.sequencer.close()
@@ -303,12 +319,19 @@ class Cluster:
         )
 
     def _notifier_address(self, plan: _Plan) -> str | None:
+        """Where the plan's notifier is, as the registry said at most `renew_ms` ago."""
         lease = plan.role.lease
-        if lease is None or lease.holder == self.me or lease.ttl_ms <= 0:
+        now = time.monotonic()
+        if (
+            lease is None
+            or lease.holder == self.me
+            or now - plan.looked_up >= self.settings.timing.renew_ms / 1000
+        ):
             try:
                 lease = self._leases.current(plan.name)
             except Exception:
                 return None
+            plan.looked_up = now
             if lease is not None:
                 plan.role.lease = lease
         if lease is None or lease.holder == self.me:

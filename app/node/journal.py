@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from adapters.output.throttle import Throttle
+from app.node.resends import Resends, digest
 from app.persistence.input_log import Events, InputLog, Tick
 from app.persistence.records import decode, encode
 from engine import Runtime
@@ -106,6 +107,7 @@ class PlanJournal:
         self.replicas: Replicas | None = None
         self.relay: Relay | None = None
         self.term = 0  # the lease epoch of the sequencer of the newest record (0: not replicated)
+        self.resends: Resends | None = None  # a redundant plan's: bundles a takeover made clients resend
         first, last = input_log.bounds(plan)
         self.position = last  # the newest record appended (and processed)
         self.clock = LoggedClock(self._first_time(first, last))
@@ -142,6 +144,14 @@ class PlanJournal:
         with self.lock:
             if self.leading:
                 at = max(self.clock.now, self._wall())
+                if self.resends is not None:
+                    bundle = digest(stream, ts, rows)
+                    if self.resends.resent(bundle, at):
+                        log.info(
+                            "plan %s: a bundle sent again after a takeover was not processed twice", self.plan
+                        )
+                        return self.position
+                    self.resends.seen(bundle)
                 payload = encode(Events(stream, ts, rows, at))
                 position = self._log.append_payload(self.plan, payload, wait=False)
                 self.clock.now = at
@@ -185,7 +195,10 @@ class PlanJournal:
                     self.replicas.appended(position, payload)
             due = self._runtime().next_timer()
         if self.replicas is not None:
-            self.replicas.settle(position)
+            try:
+                self.replicas.settle(position)
+            except NotLeading:
+                pass  # a tick is no one's bundle: the next notifier's clock fires the timers
         return due
 
     def check_room(self, rows: int) -> None:
@@ -219,6 +232,8 @@ class PlanJournal:
                     self._process(lambda r: r.tick())
                 else:
                     self.clock.now = record.at
+                    if self.resends is not None:
+                        self.resends.seen(digest(record.stream, record.timestamps, record.rows))
                     self._process(lambda r: r.send(record.stream, record.rows, record.timestamps))
             except Exception as exc:  # the notifier met the same error here and went on
                 self._log_failure(position, exc)
@@ -238,6 +253,8 @@ class PlanJournal:
         with self.lock:
             self.leading, self.term, self.replicas = True, term, replicas
             self.clock.now = max(self.clock.now, self._wall())
+            if self.resends is not None:
+                self.resends.took_over(self.clock.now)
             return self.position
 
     def follow(self, relay: Relay | None) -> None:

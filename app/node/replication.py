@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from app.node.gate import OutputGate
-from app.node.journal import PlanJournal
+from app.node.journal import NotLeading, PlanJournal
 from app.node.peers import Connection, Header, PeerClosed, PeerError
 from app.persistence.errors import InputLogError
 
@@ -43,8 +43,9 @@ class _Subscriber:
         self.peer = connection.peer
         self.joined_at = joined_at  # it is in sync once it acknowledged this position
         self.acked = 0
+        self.ready = False  # it says it could take over (it holds what a takeover must deliver)
         self.queue: deque[tuple[Header, bytes]] = deque()
-        self.ready = threading.Condition()
+        self.wakeup = threading.Condition()
         self.gone = False
 
     @property
@@ -52,12 +53,12 @@ class _Subscriber:
         return not self.gone and self.acked >= self.joined_at
 
     def push(self, header: Header, body: bytes = b"") -> None:
-        with self.ready:
+        with self.wakeup:
             if len(self.queue) >= MAX_QUEUED:
                 self.drop(f"more than {MAX_QUEUED} records behind")
                 return
             self.queue.append((header, body))
-            self.ready.notify()
+            self.wakeup.notify()
 
     def drop(self, why: str) -> None:
         if self.gone:
@@ -81,6 +82,7 @@ class Sequencer:
         self._subscribers: list[_Subscriber] = []
         self._acks = threading.Condition()
         self._closed = False
+        self._final: dict[int, int] = {}  # at close: what each standby in sync had acknowledged
 
     # ---- the journal's side (Replicas) ------------------------------------------------------
 
@@ -93,8 +95,13 @@ class Sequencer:
         deadline = time.monotonic() + self.ack_timeout
         with self._acks:
             while True:
+                if self._closed:
+                    if any(acked < position for acked in self._final.values()):
+                        msg = f"plan {self.journal.plan}: this node stopped notifying before its standbys held the bundle"
+                        raise NotLeading(msg)  # not acknowledged: the client sends it again
+                    return
                 lagging = [s for s in self._subscribers if s.in_sync and s.acked < position]
-                if not lagging or self._closed:
+                if not lagging:
                     break
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -107,7 +114,8 @@ class Sequencer:
     # ---- status --------------------------------------------------------------------------------
 
     def in_sync(self) -> list[str]:
-        return sorted({s.peer for s in self._subscribers if s.in_sync})
+        """The standbys that hold every record and could take over now."""
+        return sorted({s.peer for s in self._subscribers if s.in_sync and s.ready})
 
     def delivered(self, through: int) -> None:
         """The outputs of every position up to `through` are written: standbys may forget theirs."""
@@ -115,14 +123,29 @@ class Sequencer:
             if not sub.gone:
                 sub.push({"t": "delivered", "p": through})
 
+    def drain(self, position: int, timeout: float) -> bool:
+        """Wait until every standby in sync holds `position` (a graceful hand-over); False on timeout."""
+        deadline = time.monotonic() + timeout
+        with self._acks:
+            while any(s.in_sync and s.acked < position for s in self._subscribers):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._acks.wait(left)
+        return True
+
     def close(self) -> None:
-        """No longer the notifier: end every subscription (the standbys find the next one)."""
-        self._closed = True
+        """No longer the notifier: end every subscription (the standbys find the next one).
+        A bundle whose `settle` has not returned yet is acknowledged only if every standby in
+        sync already held it: the others are refused, and their clients send them again."""
+        with self._acks:
+            self._final = {id(s): s.acked for s in self._subscribers if s.in_sync}
+            self._closed = True
         for sub in list(self._subscribers):
             sub.gone = True
             sub.connection.close()
-            with sub.ready:
-                sub.ready.notify_all()
+            with sub.wakeup:
+                sub.wakeup.notify_all()
         with self._acks:
             self._acks.notify_all()
 
@@ -169,14 +192,15 @@ class Sequencer:
                 if answer.get("t") == "ack":
                     with self._acks:
                         sub.acked = max(sub.acked, int(answer.get("p", 0)))
+                        sub.ready = bool(answer.get("ready"))
                         self._acks.notify_all()
         except (PeerError, InputLogError) as exc:
             if not sub.gone and not isinstance(exc, PeerClosed):
                 log.warning("plan %s: standby %s: %s", journal.plan, sub.peer, exc)
         finally:
             sub.gone = True
-            with sub.ready:
-                sub.ready.notify_all()
+            with sub.wakeup:
+                sub.wakeup.notify_all()
             self._subscribers = [s for s in self._subscribers if s is not sub]
             with self._acks:
                 self._acks.notify_all()
@@ -184,9 +208,9 @@ class Sequencer:
     def _send_loop(self, sub: _Subscriber) -> None:
         try:
             while True:
-                with sub.ready:
+                with sub.wakeup:
                     while not sub.queue and not sub.gone:
-                        sub.ready.wait(1.0)
+                        sub.wakeup.wait(1.0)
                     if sub.gone:
                         return
                     batch = list(sub.queue)
@@ -285,7 +309,7 @@ class Follower:
             if kind == "rec":
                 journal.apply(int(header["p"]), body)
                 if self.live:
-                    connection.send({"t": "ack", "p": journal.position})
+                    connection.send({"t": "ack", "p": journal.position, "ready": self.gate.complete})
             elif kind == "state":
                 self.ended_live = False
                 self._install(body)
@@ -297,9 +321,11 @@ class Follower:
                 journal.term = int(header["term"])
             elif kind == "live":
                 self.live = True
-                connection.send({"t": "ack", "p": journal.position})
+                connection.send({"t": "ack", "p": journal.position, "ready": self.gate.complete})
             elif kind == "delivered":
                 self.gate.trim(int(header["p"]))
+                if self.live:
+                    connection.send({"t": "ack", "p": journal.position, "ready": self.gate.complete})
             elif kind == "not_notifier":
                 return
             elif kind == "dropped":

@@ -96,9 +96,9 @@ Reading = tuple[str, int, int]
 Row = tuple[str, str, int, int, int]
 
 
-def readings(seed: int) -> list[Reading]:
+def readings(seed: int, n: int = READINGS) -> list[Reading]:
     rng = random.Random(seed)
-    return [(f"r{rng.randrange(4)}", seq, rng.randrange(100)) for seq in range(READINGS)]
+    return [(f"r{rng.randrange(4)}", seq, rng.randrange(100)) for seq in range(n)]
 
 
 def uninterrupted(plan_input: list[Reading], base: int) -> list[Row]:
@@ -146,13 +146,13 @@ class Feeder:
         self.client.add_definition(parse_definition(DEFINITION))
         self.client.connect()
 
-    def send(self, batch: list[Reading]) -> None:
+    def send(self, batch: list[Reading], pause: float = 0.02) -> None:
         for start in range(0, len(batch), BUNDLE):
             bundle = batch[start : start + BUNDLE]
             self.client.publish(
                 [WireEvent("readings:1.0.0", self.base + r[1] * STEP_MS, payload=r) for r in bundle]
             )  # returns once the node acknowledged the bundle
-            time.sleep(0.02)  # a few time batches close while the readings arrive
+            time.sleep(pause)  # a few time batches close while the readings arrive
 
     def close(self) -> None:
         self.client.close()

@@ -62,3 +62,16 @@ def test_members_with_the_same_heartbeats_place_notifiers_alike() -> None:
 def test_timeouts_out_of_order_are_refused() -> None:
     with pytest.raises(ValueError, match="membership timeouts need"):
         Timeouts(heartbeat_ms=500, suspect_ms=400)
+
+
+def test_only_a_member_heard_from_whose_connection_closed_or_that_fell_silent_is_gone() -> None:
+    m = Membership("a", T, wka=["b"])
+    assert not m.gone("b", 0.0)  # never heard from: not known to be gone, just not known
+    m.heartbeat("b", ["a", "c"], 0.0)
+    assert not m.gone("c", 5.0)  # only heard of
+    assert not m.gone("b", 0.1) and not m.lost_connection("b")
+    m.lost("b")
+    assert m.gone("b", 0.2) and m.lost_connection("b")
+    m.heartbeat("b", [], 0.3)
+    assert not m.gone("b", 0.4)
+    assert m.gone("b", 2.0) and not m.lost_connection("b")  # silent past dead_ms
