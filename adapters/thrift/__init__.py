@@ -35,7 +35,7 @@ from adapters.thrift.errors import (
     UndefinedEventType,
     UntrustedCertificate,
 )
-from adapters.thrift.events import Bundle, WireEvent
+from adapters.thrift.events import Bundle, Column, WireEvent, WireEvents
 from adapters.thrift.forwarder import ForwarderSettings, Wso2EventForwarder
 from adapters.thrift.handler import Handler
 from adapters.thrift.memory import InMemoryHandler
@@ -46,6 +46,7 @@ from adapters.thrift.settings import ServerSettings
 __all__ = [
     "AuthenticationFailed",
     "Bundle",
+    "Column",
     "DataBridgeClient",
     "DataBridgeServer",
     "DefinitionConflict",
@@ -63,6 +64,7 @@ __all__ = [
     "UndefinedEventType",
     "UntrustedCertificate",
     "WireEvent",
+    "WireEvents",
     "WireStreamDefinition",
     "Wso2EventForwarder",
     "check_definition",

@@ -27,6 +27,7 @@ from typing import Any
 
 from adapters.output.throttle import Throttle
 from app.persistence.input_log import Events, InputLog, Tick
+from app.persistence.records import Column, stamped
 from engine import Runtime
 from engine.errors import CEPError
 
@@ -94,14 +95,24 @@ class PlanJournal:
 
     # ---- live ----------------------------------------------------------------------------
 
-    def send(self, stream: str, rows: list[tuple[Any, ...]], timestamps: Sequence[int] | int) -> int:
+    def send(
+        self,
+        stream: str,
+        rows: list[tuple[Any, ...]],
+        timestamps: Sequence[int] | int,
+        columns: tuple[Column, ...] | None = None,
+    ) -> int:
         """Log, then process, a bundle; its position. Call `durable(position)` before
         acknowledging it. An error of the plan propagates after the bundle is logged (a replay
-        meets the same error at the same point)."""
+        meets the same error at the same point). `columns`: the rows by attribute with their
+        types, when the receiver has them (see `Events`). The bundle is encoded before the
+        lock is taken (only the clock reading is filled in under it), so that other
+        receivers' bundles for the plan wait for the append, not for the encoding."""
         ts = [timestamps] * len(rows) if isinstance(timestamps, int) else list(timestamps)
+        payload = self._log.encode(self.plan, Events(stream, ts, rows, 0, columns))
         with self.lock:
             at = max(self.clock.now, self._wall())
-            position = self._log.append(self.plan, Events(stream, ts, rows, at), wait=False)
+            position = self._log.append(self.plan, stamped(payload, at), wait=False)
             self.clock.now = at
             self.position = position
             self._process(lambda runtime: runtime.send(stream, rows, ts))
