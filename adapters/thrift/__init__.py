@@ -36,7 +36,7 @@ from adapters.thrift.errors import (
     UndefinedEventType,
     UntrustedCertificate,
 )
-from adapters.thrift.events import Bundle, WireEvent
+from adapters.thrift.events import Bundle, Column, WireEvent, WireEvents
 from adapters.thrift.forwarder import ForwarderSettings, Wso2EventForwarder
 from adapters.thrift.handler import Handler
 from adapters.thrift.memory import InMemoryHandler
@@ -48,6 +48,7 @@ from adapters.thrift.settings import ServerSettings
 __all__ = [
     "AuthenticationFailed",
     "Bundle",
+    "Column",
     "DataBridgeClient",
     "DataBridgeServer",
     "DefinitionConflict",
@@ -69,6 +70,7 @@ __all__ = [
     "UndefinedEventType",
     "UntrustedCertificate",
     "WireEvent",
+    "WireEvents",
     "WireStreamDefinition",
     "Wso2EventForwarder",
     "check_definition",

@@ -16,11 +16,11 @@ from typing import Any
 from adapters.thrift.columns import NULL, decode_uniform, encode_uniform
 from adapters.thrift.definitions import WireStreamDefinition
 from adapters.thrift.errors import EventEncodingError, UndefinedEventType
-from adapters.thrift.events import Bundle, WireEvent
+from adapters.thrift.events import Bundle, WireEvent, WireEvents
 from adapters.thrift.layout import BOOL, DOUBLE, INT, LIST_NAMES, LONG, SLOT, STRING, Layout, layout
 from adapters.wording import counted
 
-__all__ = ["NULL", "Bundle", "Lookup", "WireEvent", "decode_bundle", "encode_bundle"]
+__all__ = ["NULL", "Bundle", "Lookup", "WireEvent", "WireEvents", "decode_bundle", "encode_bundle"]
 
 Lookup = Callable[[str], WireStreamDefinition | None]
 _SHIFT_HINT = "a null in a non-STRING attribute shifts every later value"
@@ -88,7 +88,8 @@ def _arity_message(k: int, sid: str, codes: tuple[int, ...], values: Sequence[An
 
 def decode_bundle(bundle: Bundle, lookup: Lookup) -> list[WireEvent]:
     """Unpack a bundle as the WSO2 receiver does (§6.2), but raise `UndefinedEventType` on
-    an unknown stream id, a list that runs out, or values left over after the last event."""
+    an unknown stream id, a list that runs out, or values left over after the last event.
+    A bundle of one stream whose lists fit exactly comes back as `WireEvents`."""
     n = bundle.event_num
     if n < 0:
         msg = f"eventNum {n} is negative; a bundle carries zero or more events"

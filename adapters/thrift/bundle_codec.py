@@ -40,7 +40,7 @@ _IS_TRUE = (1).__eq__
 
 def read_bundle(r: Reader) -> Bundle:
     """Read one bundle struct (after its field header) from `r`."""
-    bundle = Bundle()
+    bundle = Bundle(typed=True)
     while True:
         ftype, fid = r.field_header()
         if ftype == STOP:

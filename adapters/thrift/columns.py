@@ -3,7 +3,9 @@
 In such a bundle each typed list is the events' values interleaved with a fixed stride, so
 decoding is slicing and encoding is zipping, done in C rather than per value. Each function
 returns None when its preconditions do not hold exactly; the event-by-event code in
-`bundle` then does the work and produces the precise error. Imports `events` and `layout`.
+`bundle` then does the work and produces the precise error. A bundle read from the wire is
+decoded into `WireEvents` that keep its columns and their types, for consumers that want
+columns rather than events (the input log). Imports `events` and `layout`.
 """
 
 from __future__ import annotations
@@ -13,15 +15,16 @@ from itertools import chain, repeat
 from operator import itemgetter
 from typing import Any
 
-from adapters.thrift.events import Bundle, WireEvent
+from adapters.thrift.events import Bundle, Column, WireEvent, WireEvents
 from adapters.thrift.layout import BOOL, DOUBLE, INT, LONG, STRING, Layout
 
 NULL = "_null"
+_KINDS: tuple[type, ...] = (int, int, float, float, bool, str)  # by slot: what struct and the reader make
 _new_tuple: Any = tuple.__new__
 _STREAM_ID, _TIMESTAMP, _ARBITRARY = itemgetter(0), itemgetter(1), itemgetter(5)
 
 
-def decode_uniform(bundle: Bundle, n: int, sid: str, layout: Layout) -> list[WireEvent] | None:
+def decode_uniform(bundle: Bundle, n: int, sid: str, layout: Layout) -> WireEvents | None:
     """Decode by slicing when every event is of stream `sid` and every list fits exactly."""
     ni, nl, nd, nb, ns = layout.counts
     ints, longs, doubles, bools, strings = (
@@ -41,12 +44,14 @@ def decode_uniform(bundle: Bundle, n: int, sid: str, layout: Layout) -> list[Wir
     ):
         return None
     rows: list[Iterable[Any]] = []
+    typed: list[Column] = []
     for section in layout.columns:
         if not section:
             rows.append(repeat(None, n))
             continue
         columns: list[Sequence[Any]] = []
         for slot, p in section:
+            kind: type | None = _KINDS[slot]
             if slot == INT:
                 columns.append(ints[p::ni])
             elif slot == LONG:
@@ -56,13 +61,18 @@ def decode_uniform(bundle: Bundle, n: int, sid: str, layout: Layout) -> list[Wir
             elif slot == BOOL:
                 columns.append(bools[p::nb])
             else:
-                column = strings[1 + p :: ns + 1]
-                columns.append([None if v == NULL else v for v in column] if NULL in column else column)
+                column: Sequence[str | None] = strings[1 + p :: ns + 1]
+                if NULL in column:
+                    column, kind = [None if v == NULL else v for v in column], None
+                columns.append(column)
+            typed.append((kind, columns[-1]))
         rows.append(zip(*columns, strict=True))
     arbitrary = bundle.arbitrary
     extras = [arbitrary.get(k) for k in range(n)] if arbitrary else repeat(None, n)
-    fields = zip(repeat(sid, n), longs[:: nl + 1], rows[0], rows[1], rows[2], extras, strict=True)
-    return list(map(_new_tuple, repeat(WireEvent), fields))
+    timestamps = longs[:: nl + 1]
+    fields = zip(repeat(sid, n), timestamps, rows[0], rows[1], rows[2], extras, strict=True)
+    events = map(_new_tuple, repeat(WireEvent), fields)
+    return WireEvents(events, timestamps, tuple(typed) if bundle.typed else None)
 
 
 def encode_uniform(session_id: str | None, events: Sequence[WireEvent], layout: Layout) -> Bundle | None:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.thrift import WireEvent
+from adapters.thrift import Column, WireEvent, WireEvents
 from adapters.wording import counted
 from app.node.journal import NotLeading, PlanJournal, wall_ms
 from app.persistence.errors import InputLogError
@@ -67,6 +67,9 @@ class Ingress:
         if not events:
             return
         first = events[0].stream_id
+        if isinstance(events, WireEvents):
+            self._publish_wire_columns(first, events)
+            return
         if all(e.stream_id == first for e in events):
             self._publish_wire_group(first, events)
             return
@@ -76,8 +79,10 @@ class Ingress:
         for stream_id, group in groups.items():
             self._publish_wire_group(stream_id, group)
 
-    def _publish_wire_group(self, stream_id: str, events: Sequence[WireEvent]) -> None:
-        bindings = self._count(stream_id, len(events))
+    def _publish_wire_group(
+        self, stream_id: str, events: Sequence[WireEvent], routed: tuple[Binding, ...] | None = None
+    ) -> None:
+        bindings = self._count(stream_id, len(events)) if routed is None else routed
         if not bindings:
             return
         sample = events[0]
@@ -88,6 +93,27 @@ class Ingress:
         now = self._now()
         timestamps = [e.timestamp or now for e in events]
         self._send(bindings, rows, timestamps)
+
+    def _publish_wire_columns(self, stream_id: str, events: WireEvents) -> None:
+        """A bundle of one stream decoded by columns: rows and timestamps from its columns,
+        which go on to the input logs as they are."""
+        bindings = self._count(stream_id, len(events))
+        if not bindings:
+            return
+        columns = events.columns
+        if columns is None:
+            self._publish_wire_group(stream_id, events, bindings)
+            return
+        rows: list[Row] = (
+            list(zip(*[values for _, values in columns], strict=True)) if columns else [()] * len(events)
+        )
+        stamps = events.timestamps
+        if 0 in stamps:
+            now = self._now()
+            timestamps = [t or now for t in stamps]
+        else:
+            timestamps = list(stamps)
+        self._send(bindings, rows, timestamps, columns)
 
     def publish_rows(self, stream_id: str, rows: list[Row], timestamps: list[int] | None = None) -> None:
         """Rows already in the stream's flattened attribute order (HTTP, plan chaining)."""
@@ -121,7 +147,13 @@ class Ingress:
                 unrouted[stream_id] = unrouted.get(stream_id, 0) + n
         return bindings
 
-    def _send(self, bindings: tuple[Binding, ...], rows: list[Row], timestamps: list[int] | int) -> None:
+    def _send(
+        self,
+        bindings: tuple[Binding, ...],
+        rows: list[Row],
+        timestamps: list[int] | int,
+        columns: tuple[Column, ...] | None = None,
+    ) -> None:
         logged: list[tuple[PlanJournal, int]] = []
         refused: InputLogError | NotLeading | None = None
         if len(bindings) > 1:  # one plan's full log refuses the bundle before any plan takes it
@@ -138,7 +170,7 @@ class Ingress:
                 if journal is None:
                     binding.runtime.send(binding.stream, rows, timestamps)
                 else:
-                    logged.append((journal, journal.send(binding.stream, rows, timestamps)))
+                    logged.append((journal, journal.send(binding.stream, rows, timestamps, columns)))
             except (InputLogError, NotLeading) as exc:  # not logged, so not processed: refuse the bundle
                 refused = exc
                 log.error("plan %s refused %s: %s", binding.plan, counted(len(rows), "event"), exc)

@@ -35,7 +35,7 @@ from typing import Any, Protocol
 from adapters.output.throttle import Throttle
 from app.node.resends import Resends, digest
 from app.persistence.input_log import Events, InputLog, Tick
-from app.persistence.records import decode, encode
+from app.persistence.records import Column, decode, encode, stamped
 from engine import Runtime
 from engine.errors import CEPError
 
@@ -125,10 +125,19 @@ class PlanJournal:
 
     # ---- live ----------------------------------------------------------------------------
 
-    def send(self, stream: str, rows: list[tuple[Any, ...]], timestamps: Sequence[int] | int) -> int:
+    def send(
+        self,
+        stream: str,
+        rows: list[tuple[Any, ...]],
+        timestamps: Sequence[int] | int,
+        columns: tuple[Column, ...] | None = None,
+    ) -> int:
         """Log, then process, a bundle; its position. Call `durable(position)` before
         acknowledging it. An error of the plan propagates after the bundle is logged (a replay
-        meets the same error at the same point)."""
+        meets the same error at the same point). `columns`: the rows by attribute with their
+        types, when the receiver has them (see `Events`). The bundle is encoded before the
+        lock is taken (only the clock reading is filled in under it), so that other
+        receivers' bundles for the plan wait for the append, not for the encoding."""
         ts = [timestamps] * len(rows) if isinstance(timestamps, int) else list(timestamps)
         while True:
             relay = self._relay_or_none()
@@ -141,6 +150,7 @@ class PlanJournal:
                 if not self.leading:
                     raise
                 # this node became the notifier meanwhile: it takes them itself
+        unstamped = self._log.encode(self.plan, Events(stream, ts, rows, 0, columns))
         with self.lock:
             if self.leading:
                 at = max(self.clock.now, self._wall())
@@ -152,8 +162,8 @@ class PlanJournal:
                         )
                         return self.position
                     self.resends.seen(bundle)
-                payload = encode(Events(stream, ts, rows, at))
-                position = self._log.append_payload(self.plan, payload, wait=False)
+                payload = stamped(unstamped, at)
+                position = self._log.append(self.plan, payload, wait=False)
                 self.clock.now = at
                 self.position = position
                 try:
@@ -162,7 +172,7 @@ class PlanJournal:
                     if self.replicas is not None:
                         self.replicas.appended(position, payload)
                 return position
-        return self.send(stream, rows, ts)  # it stopped leading meanwhile: relay them
+        return self.send(stream, rows, ts, columns)  # it stopped leading meanwhile: relay them
 
     def _relay_or_none(self) -> Relay | None:
         """Where bundles go while this journal follows; None while it leads."""
@@ -185,7 +195,7 @@ class PlanJournal:
             if due > now:
                 return due
             payload = encode(Tick(now))
-            position = self._log.append_payload(self.plan, payload)
+            position = self._log.append(self.plan, payload)
             self.clock.now = now
             self.position = position
             try:
@@ -224,7 +234,7 @@ class PlanJournal:
             if self.leading or position != self.position + 1:
                 msg = f"plan '{self.plan}': record {position} does not follow {self.position} here"
                 raise NotLeading(msg)
-            self._log.append_payload(self.plan, payload, wait=False)
+            self._log.append(self.plan, payload, wait=False)
             self.position = position
             try:
                 if isinstance(record, Tick):

@@ -101,21 +101,12 @@ class InputLog:
             self._flusher = threading.Thread(target=self._flush_loop, name="input-log-fsync", daemon=True)
             self._flusher.start()
 
-    def append(self, plan: str, record: Record, *, wait: bool = True) -> int:
-        """Append `record` to `plan`'s log; its position. Raises `InputLogFull` at `max_bytes`.
-        Under "always" it returns once the record is on disk, unless `wait` is False: then the
-        caller calls `durable` before it relies on the record (outside its own locks, so that
-        appends from other threads share the flush)."""
-        try:
-            payload = encode(record)
-        except ValueError as exc:
-            msg = f"input log of plan '{plan}': {exc}"
-            raise InputLogError(msg) from exc
-        return self.append_payload(plan, payload, wait=wait)
-
-    def append_payload(self, plan: str, payload: bytes, *, wait: bool = True) -> int:
-        """`append` of a record already encoded (`records.encode`): a replica's copy."""
-        data = segments.frame(payload)
+    def append(self, plan: str, record: Record | bytes, *, wait: bool = True) -> int:
+        """Append `record` (or the payload `encode` made of one) to `plan`'s log; its position.
+        Raises `InputLogFull` at `max_bytes`. Under "always" it returns once the record is on
+        disk, unless `wait` is False: then the caller calls `durable` before it relies on the
+        record (outside its own locks, so that appends from other threads share the flush)."""
+        data = segments.frame(record if isinstance(record, bytes) else self.encode(plan, record))
         if len(data) > segments.MAX_RECORD_BYTES:
             msg = f"input log of plan '{plan}': a record of {len(data)} bytes is too large"
             raise InputLogError(msg)
@@ -132,6 +123,16 @@ class InputLog:
         if wait and self.policy is FsyncPolicy.ALWAYS:
             plan_log.sync(position, undo_on_failure=True)
         return position
+
+    @staticmethod
+    def encode(plan: str, record: Record) -> bytes:
+        """The payload of `record` in `plan`'s log; `InputLogError` for a value it cannot hold.
+        A caller that holds a lock around `append` encodes before taking it."""
+        try:
+            return encode(record)
+        except ValueError as exc:
+            msg = f"input log of plan '{plan}': {exc}"
+            raise InputLogError(msg) from exc
 
     def check_room(self, plan: str, margin: int) -> None:
         """Raise `InputLogFull` when `plan`'s log is within `margin` bytes of `max_bytes`: a

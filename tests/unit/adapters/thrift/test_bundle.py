@@ -17,7 +17,7 @@ from adapters.thrift.bundle_codec import read_bundle, write_bundle
 from adapters.thrift.codec import Reader
 from adapters.thrift.definitions import WireStreamDefinition, parse_definition
 from adapters.thrift.errors import EventEncodingError, UndefinedEventType
-from adapters.thrift.events import Bundle, WireEvent
+from adapters.thrift.events import Bundle, WireEvent, WireEvents
 
 from .wire_samples import BUNDLE_STRUCT, DELIVERY_STREAM, PIZZA_ORDER, SESSION
 
@@ -215,3 +215,36 @@ def test_any_events_round_trip_through_the_wire(
     if events:
         assert _decode_mixed(bundle, len(events), known) == decoded
     assert all(not isinstance(v, float) or not math.isnan(v) for e in decoded for v in e.payload or ())
+
+
+@settings(max_examples=80, deadline=None)
+@given(streams_and_events())
+def test_a_bundle_of_one_stream_read_from_the_wire_keeps_its_columns_and_their_types(
+    case: tuple[list[WireStreamDefinition], list[WireEvent]],
+) -> None:
+    definitions, events = case
+    single = [e for e in events if e.stream_id == events[0].stream_id] if events else []
+    known = {d.stream_id: d for d in definitions}.get
+    decoded = decode_bundle(reread(encode_bundle("s", single, known)), known)
+    if not single:
+        return
+    assert isinstance(decoded, WireEvents) and decoded.columns is not None
+    assert list(decoded.timestamps) == [e.timestamp for e in decoded]
+    rows = [(e.meta or ()) + (e.correlation or ()) + (e.payload or ()) for e in decoded]
+    if decoded.columns:
+        assert list(zip(*[values for _, values in decoded.columns], strict=True)) == rows
+    for kind, values in decoded.columns:
+        assert kind is None or all(type(v) is kind for v in values)
+
+
+def test_a_bundle_built_in_python_promises_no_column_types() -> None:
+    decoded = decode_bundle(encode_bundle(SESSION, PIZZA_EVENTS, lookup), lookup)
+    assert decoded == PIZZA_EVENTS
+    assert isinstance(decoded, WireEvents) and decoded.columns is None
+
+
+def test_a_string_column_holding_a_null_has_no_type() -> None:
+    event = WireEvent("deliveryStream:1.0.0", 1, ("D1",), None, ("Order1", None, 5, 1.0, "Mohan"))
+    decoded = decode_bundle(reread(encode_bundle(None, [event, event], lookup)), lookup)
+    assert isinstance(decoded, WireEvents) and decoded.columns is not None
+    assert [kind for kind, _ in decoded.columns] == [str, str, None, int, float, str]

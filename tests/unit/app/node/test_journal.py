@@ -11,7 +11,7 @@ import pytest
 
 import engine
 from app.node.journal import PlanJournal
-from app.persistence.input_log import InputLog
+from app.persistence.input_log import Events, InputLog
 
 PLAN = """
 define stream In (k string, v long);
@@ -180,3 +180,13 @@ def test_a_replay_without_a_snapshot_keeps_a_triggers_phase(tmp_path: Path) -> N
     replayed.subscribe("Beats", lambda events: seen.extend(e.data[0] for e in events))
     again.recover(restored=False)
     assert fired and seen == fired
+
+
+def test_a_bundle_handed_over_by_columns_is_logged_as_its_rows_with_the_clock_reading(tmp_path: Path) -> None:
+    run = Run(tmp_path / "log")
+    run.wall.now = 5_000
+    columns = ((str, ("a", "b")), (int, (3, 4)))
+    run.journal.send("In", [("a", 3), ("b", 4)], [10, 20], columns)
+    position, record = list(run.log.read("p"))[-1]
+    assert position == run.journal.position
+    assert record == Events("In", [10, 20], [("a", 3), ("b", 4)], 5_000)

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.persistence.records import Events, RecordError, Tick, decode, encode
+from app.persistence.records import Events, RecordError, Tick, decode, encode, stamped
 
 values = st.one_of(
     st.none(),
@@ -82,3 +82,27 @@ def test_a_truncated_column_payload_is_a_record_error() -> None:
     for cut in range(1, len(payload)):
         with pytest.raises(RecordError):
             decode(payload[:cut])
+
+
+declared = {"int": int, "bigint": int, "float": float, "str": str, "bool": bool, "mixed": None}
+
+
+@given(st.lists(column_kinds, min_size=1, max_size=5), st.integers(1, 30), st.data())
+def test_columns_handed_over_with_their_types_encode_as_the_rows_do(kinds, n, data) -> None:
+    columns = [data.draw(st.lists(by_kind[k], min_size=n, max_size=n)) for k in kinds]
+    rows = list(zip(*columns, strict=True))
+    typed = tuple((declared[k], tuple(c)) for k, c in zip(kinds, columns, strict=True))
+    with_columns = Events("S", list(range(n)), rows, 7, columns=typed)
+    assert encode(with_columns) == encode(Events("S", list(range(n)), rows, 7))
+    assert decode(encode(with_columns)) == with_columns
+
+
+@pytest.mark.parametrize("rows", [[(1, "a"), (2, "b")], [(1,), (2, "b")]], ids=["columns", "rows"])
+def test_a_payload_encoded_before_the_clock_is_read_is_stamped_after(rows) -> None:
+    payload = stamped(encode(Events("S", [1, 2], rows)), 1_700_000_000_123)
+    assert decode(payload) == Events("S", [1, 2], rows, 1_700_000_000_123)
+
+
+def test_only_an_events_payload_is_stamped() -> None:
+    with pytest.raises(ValueError, match="only an Events payload"):
+        stamped(encode(Tick(5)), 6)
