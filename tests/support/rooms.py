@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -170,3 +171,20 @@ def provision(node: NodeProcess, tmp: Path, sink: str, *, redundant: bool = Fals
     (tmp / "apply.toml").write_text(document, encoding="utf-8")
     node.cli("db", "upgrade")
     node.cli("apply", str(tmp / "apply.toml"))
+
+
+def assert_exact(sink: str, plan_input: list[Reading], base: int, where: str) -> None:
+    """The sink holds exactly what one uninterrupted run emits for `plan_input`: no row missing,
+    none twice, and the time batches counted every reading once."""
+    expected = uninterrupted(plan_input, base)
+    table = sink_rows(sink)
+    got = [r for r in table if r[0] != "batch"]
+    missing = Counter(expected) - Counter(got)
+    repeated = Counter(got) - Counter(expected)
+    assert not missing and not repeated, f"{where}: missing {missing}, repeated {repeated}"
+    batches = [r for r in table if r[0] == "batch"]
+    counted = sum(r[3] for r in batches)
+    assert counted == len(plan_input), (
+        f"{where}: time batches counted {counted} of {len(plan_input)} readings"
+    )
+    assert sum(r[4] for r in batches) == sum(r[2] for r in plan_input), where

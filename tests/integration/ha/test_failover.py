@@ -17,24 +17,20 @@ import os
 import random
 import signal
 import statistics
-import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from adapters.thrift.errors import ConnectionClosed, RemoteApplicationError, TransportError
+from tests.support.cluster import FailoverFeeder, Pair, plan_status
 from tests.support.databases import isolated_database
-from tests.support.nodes import NodeProcess, toml_config, wait_for
-from tests.support.rooms import BUNDLE, Feeder, Reading, provision, readings, sink_rows, uninterrupted
+from tests.support.nodes import NodeProcess, wait_for
+from tests.support.rooms import assert_exact, provision, readings, sink_rows
 
 pytestmark = [pytest.mark.slow]
 
-SECRET = "a-test-cluster-secret-of-some-length"
 FAULTS = int(os.environ.get("CEPHEUS_HA_FAULTS", "4"))
-PAUSE = 0.008  # between bundles of 8: about 1,000 events/s
 
 
 @pytest.fixture(params=["mysql", "postgres"])
@@ -52,87 +48,6 @@ def registry(server: str) -> Iterator[str]:
 def sink(server: str) -> Iterator[str]:
     with isolated_database(server, "cep_ha_sink") as url:
         yield url
-
-
-class Pair:
-    """Two cluster members that know each other's cluster port."""
-
-    def __init__(self, tmp: Path, registry: str) -> None:
-        self.nodes: list[NodeProcess] = []
-        for name in ("a", "b"):
-            (tmp / name).mkdir()
-            self.nodes.append(NodeProcess(tmp / name, registry))
-        wka = [f"127.0.0.1:{4000 + n.offset}" for n in self.nodes]
-        for node in self.nodes:
-            node.sections["cluster"] = {"host": "127.0.0.1", "wka": wka, "secret": SECRET}
-            node.config_path.write_text(toml_config(node.sections), encoding="utf-8")
-
-    def notifier(self) -> NodeProcess | None:
-        for node in self.nodes:
-            if node.process is None or node.process.poll() is not None:
-                continue
-            if plan_status(node).get("role") == "notifier":
-                return node
-        return None
-
-    def stop(self) -> None:
-        for node in self.nodes:
-            node.stop()
-
-
-def plan_status(node: NodeProcess) -> dict[str, object]:
-    try:
-        return dict(node.health()["cluster"]["plans"]["rooms"])
-    except (OSError, KeyError, TypeError, ValueError):
-        return {}
-
-
-class FailoverFeeder:
-    """A client of `tcp://a|tcp://b` in a thread: bundles of 8 every `PAUSE` s to one node and,
-    when a bundle fails, the same bundle to the other, until `stop()`."""
-
-    def __init__(self, pair: Pair, plan_input: list[Reading], base: int) -> None:
-        self.pair = pair
-        self.plan_input = plan_input
-        self.base = base
-        self.sent = 0
-        self.resent = 0
-        self._index = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self.error: BaseException | None = None
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> int:
-        self._stop.set()
-        self._thread.join(60)
-        if self.error is not None:
-            raise self.error
-        return self.sent
-
-    def _run(self) -> None:
-        current: Feeder | None = None
-        try:
-            while not self._stop.is_set() and self.sent + BUNDLE <= len(self.plan_input):
-                bundle = self.plan_input[self.sent : self.sent + BUNDLE]
-                try:
-                    if current is None:
-                        current = Feeder(self.pair.nodes[self._index], self.base)
-                    current.send(bundle, pause=PAUSE)
-                    self.sent += BUNDLE
-                except (TransportError, ConnectionClosed, RemoteApplicationError, OSError):
-                    if current is not None:
-                        current.client.abandon()
-                    current = None
-                    self._index = 1 - self._index
-                    self.resent += 1
-                    time.sleep(0.02)
-            if current is not None:
-                current.close()
-        except BaseException as exc:
-            self.error = exc
 
 
 def run_faults(
@@ -179,15 +94,7 @@ def run_faults(
     finally:
         pair.stop()
     where = f"seed {seed}, {sent} readings (at the end: {states})"
-    expected = uninterrupted(plan_input[:sent], base)
-    table = sink_rows(sink)
-    got = [r for r in table if r[0] != "batch"]
-    missing = Counter(expected) - Counter(got)
-    repeated = Counter(got) - Counter(expected)
-    assert not missing and not repeated, f"{where}: missing {missing}, repeated {repeated}"
-    batches = [r for r in table if r[0] == "batch"]
-    assert sum(r[3] for r in batches) == sent, f"{where}: time batches counted {sum(r[3] for r in batches)}"
-    assert sum(r[4] for r in batches) == sum(r[2] for r in plan_input[:sent]), where
+    assert_exact(sink, plan_input[:sent], base, where)
     return where, takeovers, feeder.resent
 
 
