@@ -32,7 +32,7 @@ from app.node.gate import OutputGate
 from app.node.journal import NotLeading, PlanJournal
 from app.node.peers import Connection, Header, PeerClosed, PeerError, PeerServer, connect
 from app.node.replication import Follower, Sequencer
-from app.node.resends import Resends
+from app.node.resends import DirectCopies, Resends
 from app.persistence.records import Events, decode, encode
 from engine.errors import CEPError, NotLeader
 from ha.lease import Timing
@@ -159,9 +159,16 @@ class Cluster:
 
     # ---- plans -------------------------------------------------------------------------------
 
-    def gate(self, name: str, journal: PlanJournal) -> OutputGate:
+    def gate(self, name: str, journal: PlanJournal, mode: str | None = "failover") -> OutputGate:
         """The output gate of redundant plan `name` (made, with the plan's role, on first use:
-        the plan starts as a standby until the lease says otherwise)."""
+        the plan starts as a standby until the lease says otherwise). `mode`, the plan's
+        `ha_mode`: in full-active-active a standby holds the bundles clients send it instead of
+        relaying them (the notifier gets its own copy)."""
+        with journal.lock:
+            if mode != "full-active-active":
+                journal.copies = None
+            elif journal.copies is None:
+                journal.copies = DirectCopies()
         with self._lock:
             plan = self._plans.get(name)
             if plan is None:
@@ -205,6 +212,7 @@ class Cluster:
                     "held_outputs": p.gate.held,
                     "standbys_in_sync": p.sequencer.in_sync() if p.sequencer else [],
                     "caught_up": p.follower.caught_up if p.follower else True,
+                    "direct_copies_held": p.journal.copies.held if p.journal.copies else 0,
                 }
                 for p in plans
             },
@@ -225,10 +233,11 @@ class Cluster:
 
     def _decide(self, plan: _Plan) -> None:
         now = time.monotonic()
-        if now - self._started < self.settings.timeouts.dead_ms / 1000:
+        follower = plan.follower
+        following = follower is not None and follower.live
+        if now - self._started < self.settings.timeouts.dead_ms / 1000 and not following:
             return  # the others have not been heard from yet: the view would be wrong
         alive = self.membership.alive(now)
-        follower = plan.follower
         if plan.role.lease is None:
             self._notifier_address(plan)  # who holds the lease (None: it was never granted)
         known = plan.role.lease

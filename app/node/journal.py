@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from adapters.output.throttle import Throttle
-from app.node.resends import Resends, digest
+from app.node.resends import DirectCopies, Resends, digest
 from app.persistence.input_log import Events, InputLog, Tick
 from app.persistence.records import Column, decode, encode, stamped
 from engine import Runtime
@@ -108,6 +108,7 @@ class PlanJournal:
         self.relay: Relay | None = None
         self.term = 0  # the lease epoch of the sequencer of the newest record (0: not replicated)
         self.resends: Resends | None = None  # a redundant plan's: bundles a takeover made clients resend
+        self.copies: DirectCopies | None = None  # full-active-active: a standby's own copies of bundles
         first, last = input_log.bounds(plan)
         self.position = last  # the newest record appended (and processed)
         self.clock = LoggedClock(self._first_time(first, last))
@@ -140,6 +141,11 @@ class PlanJournal:
         receivers' bundles for the plan wait for the append, not for the encoding."""
         ts = [timestamps] * len(rows) if isinstance(timestamps, int) else list(timestamps)
         while True:
+            if self.copies is not None:
+                with self.lock:
+                    if not self.leading:
+                        self.copies.arrived(stream, rows, ts)  # the notifier has its own copy
+                        return 0
             relay = self._relay_or_none()
             if relay is None:
                 break
@@ -153,26 +159,28 @@ class PlanJournal:
         unstamped = self._log.encode(self.plan, Events(stream, ts, rows, 0, columns))
         with self.lock:
             if self.leading:
-                at = max(self.clock.now, self._wall())
-                if self.resends is not None:
-                    bundle = digest(stream, ts, rows)
-                    if self.resends.resent(bundle, at):
-                        log.info(
-                            "plan %s: a bundle sent again after a takeover was not processed twice", self.plan
-                        )
-                        return self.position
-                    self.resends.seen(bundle)
-                payload = stamped(unstamped, at)
-                position = self._log.append(self.plan, payload, wait=False)
-                self.clock.now = at
-                self.position = position
-                try:
-                    self._process(lambda runtime: runtime.send(stream, rows, ts))
-                finally:
-                    if self.replicas is not None:
-                        self.replicas.appended(position, payload)
-                return position
+                return self._sequence(stream, rows, ts, unstamped)
         return self.send(stream, rows, ts, columns)  # it stopped leading meanwhile: relay them
+
+    def _sequence(self, stream: str, rows: list[tuple[Any, ...]], ts: list[int], unstamped: bytes) -> int:
+        """Append and process a bundle as the plan's sequencer (under the lock); its position."""
+        at = max(self.clock.now, self._wall())
+        if self.resends is not None:
+            bundle = digest(stream, ts, rows)
+            if self.resends.resent(bundle, at):
+                log.info("plan %s: a bundle sent again after a takeover was not processed twice", self.plan)
+                return self.position
+            self.resends.seen(bundle)
+        payload = stamped(unstamped, at)
+        position = self._log.append(self.plan, payload, wait=False)
+        self.clock.now = at
+        self.position = position
+        try:
+            self._process(lambda runtime: runtime.send(stream, rows, ts))
+        finally:
+            if self.replicas is not None:
+                self.replicas.appended(position, payload)
+        return position
 
     def _relay_or_none(self) -> Relay | None:
         """Where bundles go while this journal follows; None while it leads."""
@@ -242,16 +250,27 @@ class PlanJournal:
                     self._process(lambda r: r.tick())
                 else:
                     self.clock.now = record.at
+                    bundle = digest(record.stream, record.timestamps, record.rows)
                     if self.resends is not None:
-                        self.resends.seen(digest(record.stream, record.timestamps, record.rows))
+                        self.resends.seen(bundle)
+                    if self.copies is not None:
+                        self.copies.sequenced(bundle)
                     self._process(lambda r: r.send(record.stream, record.rows, record.timestamps))
             except Exception as exc:  # the notifier met the same error here and went on
                 self._log_failure(position, exc)
 
-    def adopt(self, log_id: str, position: int, clock_now: int, term: int) -> None:
+    def adopt(
+        self, log_id: str, position: int, clock_now: int, term: int, recent: Sequence[int] = ()
+    ) -> None:
         """Continue the notifier's log `log_id` after `position`: the runtime was just given the
-        state that covers it (so this journal's own records no longer count)."""
+        state that covers it (so this journal's own records no longer count). `recent`: the
+        digests of the bundles the notifier sequenced last (`app.node.resends`)."""
         with self.lock:
+            if self.resends is not None:
+                self.resends.replace(recent)
+            if self.copies is not None:
+                for bundle in recent:
+                    self.copies.sequenced(bundle)
             self._log.adopt(self.plan, log_id, position)
             self.log_id, self.position, self.term = log_id, position, term
             self.clock.now = clock_now
@@ -259,13 +278,25 @@ class PlanJournal:
             self._emitted_at = 0
 
     def lead(self, term: int, replicas: Replicas | None) -> int:
-        """Sequence from now on, under lease epoch `term`; the position the term starts after."""
+        """Sequence from now on, under lease epoch `term`; the position the term starts after.
+        A full-active-active standby's copies the old notifier never sequenced come first."""
         with self.lock:
             self.leading, self.term, self.replicas = True, term, replicas
             self.clock.now = max(self.clock.now, self._wall())
             if self.resends is not None:
                 self.resends.took_over(self.clock.now)
-            return self.position
+            after = self.position
+            if self.copies is not None:
+                taken = self.copies.take()
+                for stream, rows, ts in taken:
+                    self._sequence(stream, rows, ts, self._log.encode(self.plan, Events(stream, ts, rows, 0)))
+                if taken:
+                    log.info(
+                        "plan %s: %d bundles clients sent to this node that the old notifier never sequenced "
+                        "are processed now",
+                        self.plan, len(taken),
+                    )  # fmt: skip
+            return after
 
     def follow(self, relay: Relay | None) -> None:
         """Stop sequencing: bundles go to the notifier through `relay` from now on."""
@@ -302,6 +333,10 @@ class PlanJournal:
             step(self.runtime)  # redeployed meanwhile: the new runtime holds the state now
 
     # ---- recovery --------------------------------------------------------------------------
+
+    def recent(self) -> list[int]:
+        """Digests of the bundles sequenced last (with the state a joining standby gets)."""
+        return [] if self.resends is None else self.resends.recent()
 
     def recover(self, restored: bool, log_id: str | None = None, position: int | None = None) -> int:
         """After the runtime was restored from a snapshot covering `position` of log `log_id`

@@ -270,7 +270,7 @@ class PlanManager:
             for binding in bindings:
                 self._check_binding(runtime, binding)
             if journal is not None and self.cluster is not None and self._redundant(plan):
-                gate = self.cluster.gate(plan.name, journal)
+                gate = self.cluster.gate(plan.name, journal, plan.ha_mode)
             for binding in bindings:
                 if binding.direction == "export":
                     runtime.subscribe(

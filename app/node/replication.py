@@ -169,13 +169,14 @@ class Sequencer:
             start = asked if resume else journal.position
             header: Header = {"log_id": journal.log_id, "position": start, "term": journal.term}
             header["clock"] = journal.clock.now
+            recent = [] if resume else journal.recent()
             sub = _Subscriber(connection, journal.position)
             self._subscribers.append(sub)
         try:
             if state is None:
                 connection.send({"t": "resume", **header})
             else:
-                connection.send({"t": "state", **header}, state.encode())
+                connection.send({"t": "state", **header, "recent": recent}, state.encode())
             for position, payload in journal._log.read_payloads(journal.plan, start):
                 if position > sub.joined_at:
                     break
@@ -314,7 +315,10 @@ class Follower:
                 self.ended_live = False
                 self._install(body)
                 position = int(header["position"])
-                journal.adopt(str(header["log_id"]), position, int(header["clock"]), int(header["term"]))
+                recent = [int(d) for d in header.get("recent") or ()]
+                journal.adopt(
+                    str(header["log_id"]), position, int(header["clock"]), int(header["term"]), recent
+                )
                 self.gate.reset(position)
             elif kind == "resume":
                 self.ended_live = False

@@ -1,4 +1,6 @@
-"""`Resends`: bundles a client sends again because a takeover cut off their acknowledgement.
+"""Bundles a member gets twice: `Resends` after a takeover, `DirectCopies` in full-active-active.
+
+`Resends`: bundles a client sends again because a takeover cut off their acknowledgement.
 
 A notifier that dies after its standbys hold a bundle but before the client got its
 acknowledgement leaves the client no choice but to send the bundle again (to the next
@@ -13,13 +15,19 @@ two distinct bundles identical only if they repeat the same values at the same m
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter, deque
 from collections.abc import Sequence
 from typing import Any
 
 
 def digest(stream: str, timestamps: Sequence[int], rows: Sequence[tuple[Any, ...]]) -> int:
-    return hash((stream, tuple(timestamps), tuple(rows)))
+    """The same number for the same bundle on every member (a notifier sends its recent ones
+    to a standby that joins): a 64-bit BLAKE2b of the bundle's text."""
+    text = repr((stream, list(timestamps), [tuple(row) for row in rows]))
+    return int.from_bytes(
+        hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big"
+    )
 
 
 class Resends:
@@ -33,6 +41,14 @@ class Resends:
         """A bundle was sequenced (this node's own, or the notifier's it applied)."""
         self._recent.append(bundle)
 
+    def recent(self) -> list[int]:
+        return list(self._recent)
+
+    def replace(self, recent: Sequence[int]) -> None:
+        """This member joined the notifier's log: its recent bundles are the notifier's."""
+        self._recent.clear()
+        self._recent.extend(recent)
+
     def took_over(self, now_ms: int) -> None:
         """This node sequences from now on: what it has seen may come again for a while."""
         self._before = Counter(self._recent)
@@ -44,3 +60,71 @@ class Resends:
             return False
         self._before[bundle] -= 1
         return True
+
+
+class DirectCopies:
+    """A full-active-active standby's own copies of the bundles clients send to every member.
+
+    Clients send each bundle to every member, so a standby gets its own copy of what the
+    notifier sequences. It holds the copy (instead of relaying it) until the notifier's record
+    of the same bundle arrives; a copy that arrives after that record is dropped at once. When
+    the standby takes over, the copies the old notifier never sequenced are its to process, in
+    the order they arrived: nothing a client sent is lost or processed twice. At most `keep`
+    copies are held (the oldest are dropped past it, and counted) and `keep` sequenced bundles
+    remembered for late copies.
+    """
+
+    def __init__(self, keep: int = 100_000) -> None:
+        self._keep = keep
+        self._held: dict[int, list[tuple[str, list[tuple[Any, ...]], list[int]]]] = {}
+        self._order: deque[int] = deque()
+        self._early: Counter[int] = Counter()  # sequenced before their copy arrived
+        self._early_order: deque[int] = deque()
+        self.dropped = 0
+
+    def arrived(self, stream: str, rows: list[tuple[Any, ...]], timestamps: list[int]) -> None:
+        bundle = digest(stream, timestamps, rows)
+        if self._early[bundle] > 0:
+            self._early[bundle] -= 1
+            return
+        self._held.setdefault(bundle, []).append((stream, rows, timestamps))
+        self._order.append(bundle)
+        while len(self._order) > self._keep:
+            self._forget(self._order.popleft())
+            self.dropped += 1
+
+    def sequenced(self, bundle: int) -> None:
+        """The notifier's record of `bundle` was applied here."""
+        if self._held.get(bundle):
+            self._forget(bundle)
+            self._order.remove(bundle)
+            return
+        self._early[bundle] += 1
+        self._early_order.append(bundle)
+        while len(self._early_order) > self._keep:
+            gone = self._early_order.popleft()
+            self._early[gone] -= 1
+            if self._early[gone] <= 0:
+                del self._early[gone]
+
+    def take(self) -> list[tuple[str, list[tuple[Any, ...]], list[int]]]:
+        """The copies never sequenced, oldest first; they are no longer held."""
+        taken = []
+        for bundle in self._order:
+            copies = self._held.get(bundle)
+            if copies:
+                taken.append(copies.pop(0))
+        self._held.clear()
+        self._order.clear()
+        return taken
+
+    @property
+    def held(self) -> int:
+        return len(self._order)
+
+    def _forget(self, bundle: int) -> None:
+        copies = self._held.get(bundle)
+        if copies:
+            copies.pop(0)
+            if not copies:
+                del self._held[bundle]

@@ -48,17 +48,23 @@ def plan_status(node: NodeProcess) -> dict[str, object]:
         return {}
 
 
-class FailoverFeeder:
-    """A client of `tcp://a|tcp://b` in a thread: bundles of 8 every `PAUSE` s to one node and,
-    when a bundle fails, the same bundle to the other, until `stop()`."""
+class ClusterFeeder:
+    """A client in a thread sending bundles of 8 every `PAUSE` s until `stop()`, as WSO2's clients
+    do in each mode: "failover" (`tcp://a|tcp://b`: to one node; a bundle that fails goes to the
+    other), "active-active" (`tcp://a,tcp://b`: round robin; a bundle that fails goes to the
+    other) or "full-active-active" (`{tcp://a},{tcp://b}`: every bundle to every node that is up;
+    sent once one node acknowledged it)."""
 
-    def __init__(self, pair: Pair, plan_input: list[Reading], base: int) -> None:
+    def __init__(self, pair: Pair, plan_input: list[Reading], base: int, mode: str = "failover") -> None:
         self.pair = pair
         self.plan_input = plan_input
         self.base = base
+        self.mode = mode
         self.sent = 0
         self.resent = 0
         self._index = 0
+        self._clients: list[Feeder | None] = [None, None]
+        self._down_until = [0.0, 0.0]
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self.error: BaseException | None = None
@@ -74,23 +80,40 @@ class FailoverFeeder:
         return self.sent
 
     def _run(self) -> None:
-        current: Feeder | None = None
         try:
             while not self._stop.is_set() and self.sent + BUNDLE <= len(self.plan_input):
                 bundle = self.plan_input[self.sent : self.sent + BUNDLE]
-                try:
-                    if current is None:
-                        current = Feeder(self.pair.nodes[self._index], self.base)
-                    current.send(bundle, pause=PAUSE)
+                now = time.monotonic()
+                if self.mode == "active-active" and self._down_until[self._index] > now:
+                    self._index = 1 - self._index  # as WSO2's load balancer: leave a failed one alone a while
+                targets = [0, 1] if self.mode == "full-active-active" else [self._index]
+                acked = sum(self._send(i, bundle) for i in targets)
+                if acked:
                     self.sent += BUNDLE
-                except (TransportError, ConnectionClosed, RemoteApplicationError, OSError):
-                    if current is not None:
-                        current.client.abandon()
-                    current = None
-                    self._index = 1 - self._index
+                    if self.mode == "active-active":
+                        self._index = 1 - self._index
+                    time.sleep(PAUSE)
+                else:
                     self.resent += 1
+                    self._index = 1 - self._index
                     time.sleep(0.02)
-            if current is not None:
-                current.close()
+            for client in self._clients:
+                if client is not None:
+                    client.close()
         except BaseException as exc:
             self.error = exc
+
+    def _send(self, i: int, bundle: list[Reading]) -> bool:
+        try:
+            client = self._clients[i]
+            if client is None:
+                client = self._clients[i] = Feeder(self.pair.nodes[i], self.base)
+            client.send(bundle, pause=0)
+            return True
+        except (TransportError, ConnectionClosed, RemoteApplicationError, OSError):
+            client = self._clients[i]
+            if client is not None:
+                client.client.abandon()
+            self._clients[i] = None
+            self._down_until[i] = time.monotonic() + 1.0
+            return False

@@ -159,13 +159,14 @@ class Feeder:
         self.client.close()
 
 
-def provision(node: NodeProcess, tmp: Path, sink: str, *, redundant: bool = False) -> None:
+def provision(node: NodeProcess, tmp: Path, sink: str, *, redundant: str | None = None) -> None:
     """The plan, its streams and its sink in the registry of `node` (`redundant`: on every member
-    of a cluster, one notifying)."""
+    of a cluster, one notifying, in that `ha_mode`)."""
     document = DOCUMENT.replace("SINK", sink)
     if redundant:
         document = document.replace(
-            'file = "rooms.siddhi"', 'file = "rooms.siddhi"\ndistributed_mode = "redundant"'
+            'file = "rooms.siddhi"',
+            f'file = "rooms.siddhi"\ndistributed_mode = "redundant"\nha_mode = "{redundant}"',
         )
     (tmp / "rooms.siddhi").write_text(PLAN, encoding="utf-8")
     (tmp / "apply.toml").write_text(document, encoding="utf-8")
@@ -181,7 +182,10 @@ def assert_exact(sink: str, plan_input: list[Reading], base: int, where: str) ->
     got = [r for r in table if r[0] != "batch"]
     missing = Counter(expected) - Counter(got)
     repeated = Counter(got) - Counter(expected)
-    assert not missing and not repeated, f"{where}: missing {missing}, repeated {repeated}"
+    assert not missing and not repeated, (
+        f"{where}: rows of readings {sorted({r[2] for r in missing})} missing {missing}, "
+        f"of readings {sorted({r[2] for r in repeated})} repeated {repeated}"
+    )
     batches = [r for r in table if r[0] == "batch"]
     counted = sum(r[3] for r in batches)
     assert counted == len(plan_input), (

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cluster import FailoverFeeder, Pair, plan_status
+from tests.support.cluster import ClusterFeeder, Pair, plan_status
 from tests.support.databases import isolated_database
 from tests.support.nodes import NodeProcess, wait_for
 from tests.support.rooms import assert_exact, provision, readings, sink_rows
@@ -51,7 +51,12 @@ def sink(server: str) -> Iterator[str]:
 
 
 def run_faults(
-    tmp_path: Path, registry: str, sink: str, fault: Callable[[NodeProcess], object], faults: int
+    tmp_path: Path,
+    registry: str,
+    sink: str,
+    fault: Callable[[NodeProcess], object],
+    faults: int,
+    mode: str = "failover",
 ) -> tuple[str, list[float], int]:
     """Feed, inject `faults` faults into the notifier, check the sink; (where, takeover seconds, resent)."""
     seed = random.randrange(1 << 30)
@@ -61,13 +66,13 @@ def run_faults(
     pair = Pair(tmp_path, registry)
     document_dir = tmp_path / "doc"
     document_dir.mkdir()
-    provision(pair.nodes[0], document_dir, sink, redundant=True)
+    provision(pair.nodes[0], document_dir, sink, redundant=mode)
     takeovers: list[float] = []
     try:
         for node in pair.nodes:
             node.start()
         wait_for(pair.notifier, 20, "a notifier")
-        feeder = FailoverFeeder(pair, plan_input, base)
+        feeder = ClusterFeeder(pair, plan_input, base, mode)
         feeder.start()
         for _ in range(faults):
             time.sleep(rng.uniform(0.2, 1.0))
@@ -132,4 +137,17 @@ def test_a_graceful_stop_of_the_notifier_hands_over_at_once(
     ):
         where, takeovers, resent = run_faults(tmp_path, registry, sink, sigterm, FAULTS)
     report(capsys, "SIGTERM", where, takeovers, resent)
+    assert max(takeovers) < 1.0, f"{where}: takeovers {takeovers}"
+
+
+@pytest.mark.parametrize("mode", ["active-active", "full-active-active"])
+def test_kill_9_in_the_active_modes_loses_and_repeats_nothing(
+    tmp_path: Path, mysql_url: str, capsys: pytest.CaptureFixture[str], mode: str
+) -> None:
+    with (
+        isolated_database(mysql_url, "cep_ha") as registry,
+        isolated_database(mysql_url, "cep_ha_sink") as sink,
+    ):
+        where, takeovers, resent = run_faults(tmp_path, registry, sink, NodeProcess.kill, FAULTS, mode)
+    report(capsys, f"{mode}, kill -9", where, takeovers, resent)
     assert max(takeovers) < 1.0, f"{where}: takeovers {takeovers}"
