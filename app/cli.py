@@ -198,12 +198,13 @@ def run(
 
 
 def _register_commands() -> None:
+    from app.commands.cluster import cluster
     from app.commands.publish import publish
     from app.commands.registry import COMMANDS
     from app.commands.server import server
     from app.commands.snapshot import snapshot
 
-    for command in (*COMMANDS, server, publish, snapshot):
+    for command in (*COMMANDS, server, publish, snapshot, cluster):
         main.add_command(command)
 
 

@@ -34,10 +34,11 @@ from app.node.peers import Connection, Header, PeerClosed, PeerError, PeerServer
 from app.node.replication import Follower, Sequencer
 from app.node.resends import DirectCopies, Resends
 from app.persistence.records import Events, decode, encode
+from app.registry.members import RegistryMembers
 from engine.errors import CEPError, NotLeader
 from ha.lease import Timing
 from ha.membership import Membership, Timeouts
-from ha.placement import notifier
+from ha.placement import notifier, ranking
 from ha.ports import LeaseStore
 from ha.roles import Action, PlanRole, Role
 
@@ -95,6 +96,7 @@ class Cluster:
         self,
         settings: ClusterSettings,
         leases: LeaseStore,
+        members: RegistryMembers | None,
         emit: Callable[..., None],
         install: Callable[[str, bytes], object],
         flush: Callable[[float], bool],
@@ -103,6 +105,9 @@ class Cluster:
         self.settings = settings
         self.me = settings.me
         self._leases = leases
+        self._members = members
+        self._pins: dict[str, str] = {}
+        self._draining: set[str] = set()
         self._emit = emit
         self._install = install
         self._flush = flush
@@ -129,9 +134,13 @@ class Cluster:
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
-        watermark = threading.Thread(target=self._watermarks, name="cluster-delivered", daemon=True)
-        watermark.start()
-        self._threads.append(watermark)
+        for target, name in (
+            (self._watermarks, "cluster-delivered"),
+            (self._registry_loop, "cluster-registry"),
+        ):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
         log.info(
             "cluster member %s on %s (well-known addresses: %s)",
             self.me, self.settings.advertise, ", ".join(self.settings.wka) or "none",
@@ -204,6 +213,8 @@ class Cluster:
         return {
             "member": self.me,
             "members": {m: s.value for m, s in self.membership.view(now).items()},
+            "draining": sorted(self._draining),
+            "pins": dict(self._pins),
             "plans": {
                 p.name: {
                     "role": "notifier" if p.epoch else "standby",
@@ -238,13 +249,19 @@ class Cluster:
         if now - self._started < self.settings.timeouts.dead_ms / 1000 and not following:
             return  # the others have not been heard from yet: the view would be wrong
         alive = self.membership.alive(now)
+        candidates = [m for m in alive if m not in self._draining or m == self.me]
+        pinned = dict(self._pins)
+        if self.me in self._draining:  # hand every plan to the best other member
+            others_alive = [m for m in candidates if m != self.me]
+            if others_alive and pinned.get(plan.name) not in others_alive:
+                pinned[plan.name] = ranking(plan.name, others_alive)[0]
         if plan.role.lease is None:
             self._notifier_address(plan)  # who holds the lease (None: it was never granted)
         known = plan.role.lease
         caught_up = follower is None or follower.caught_up or known is None or known.holder == self.me
         others = plan.sequencer.in_sync() if plan.sequencer is not None else []
-        preferred = notifier(plan.name, sorted({*alive, self.me}))
-        decision = plan.role.tick(now, alive, caught_up, others_caught_up=preferred in others)
+        preferred = notifier(plan.name, sorted({*candidates, self.me}), pinned)
+        decision = plan.role.tick(now, candidates, caught_up, pinned, others_caught_up=preferred in others)
         if decision.action is Action.ACQUIRE:
             sent = time.monotonic()
             try:
@@ -346,6 +363,20 @@ class Cluster:
         if lease is None or lease.holder == self.me:
             return None
         return self._addresses.get(lease.holder)
+
+    def _registry_loop(self) -> None:
+        """Once a second: this member's row in the registry (for the console), the operators'
+        pins and drains (for placement)."""
+        while not self._stop.wait(1.0):
+            if self._members is None:
+                return
+            try:
+                view = {m: s.value for m, s in self.membership.view(time.monotonic()).items()}
+                draining = self._members.report(self.me, self.settings.advertise, view)
+                self._draining = self._members.draining() | ({self.me} if draining else set())
+                self._pins = self._members.pins()
+            except Exception as exc:  # the registry is down: keep the last pins and drains
+                log.debug("cluster: registry unreachable for the members' rows: %s", exc)
 
     def _watermarks(self) -> None:
         """Tell the standbys which outputs are written, so they forget them. A flush also ends

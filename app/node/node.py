@@ -41,6 +41,7 @@ from app.persistence.input_log import InputLog
 from app.private_files import private_dir
 from app.registry import Change, Receiver, Registry
 from app.registry.leases import RegistryLeases
+from app.registry.members import RegistryMembers
 from app.registry.snapshots import RegistrySnapshots
 from ha.lease import Timing
 from ha.membership import Timeouts
@@ -153,6 +154,7 @@ class Node:
         return Cluster(
             settings,
             RegistryLeases(self.registry),
+            RegistryMembers(self.registry),
             emit=self.outputs.emit,
             install=lambda name, blob: self.plans.replace_state(name, blob),
             flush=self.outputs.flush,

@@ -103,6 +103,14 @@ class RegistryLeases:
         with self.registry.engine.connect() as conn:
             return self._row(conn, plan)
 
+    def all(self) -> list[Lease]:
+        """Every plan's lease as it stands, by plan."""
+        c = schema.leases.c
+        with self.registry.engine.connect() as conn:
+            left = c.expires_ms - now_ms(conn.dialect.name)
+            rows = conn.execute(sa.select(c.plan, c.holder, c.epoch, left).order_by(c.plan)).all()
+        return [Lease(r[0], r[1], int(r[2]), max(0, int(r[3]))) for r in rows]
+
     @staticmethod
     def _row(conn: sa.Connection, plan: str) -> Lease | None:
         c = schema.leases.c

@@ -215,3 +215,25 @@ leases = sa.Table(
     sa.Column("expires_ms", sa.BigInteger, nullable=False),
     **MYSQL_TABLE_ARGS,
 )
+
+# cluster members, each row written by the member itself (`app.registry.members`); `seen_ms` on
+# the database's clock; `view`: JSON {member: "alive" | "suspected" | "dead"} as it sees them.
+members = sa.Table(
+    "cep_members",
+    metadata,
+    sa.Column("node", name_type(), primary_key=True),
+    sa.Column("address", sa.String(300), nullable=False),
+    sa.Column("seen_ms", sa.BigInteger, nullable=False),
+    sa.Column("draining", sa.Boolean, nullable=False),
+    sa.Column("view", sa.Text, nullable=False),
+    **MYSQL_TABLE_ARGS,
+)
+
+# an operator's choice of notifier per plan (`cepheus cluster move`); not entities either
+pins = sa.Table(
+    "cep_pins",
+    metadata,
+    sa.Column("plan", name_type(), primary_key=True),
+    sa.Column("node", name_type(), nullable=False),
+    **MYSQL_TABLE_ARGS,
+)
