@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run replay test unit check lint typecheck contracts bench conformance clean venv
+.PHONY: run replay test unit check lint typecheck contracts bench conformance clean venv ha-faults ha-soak
 
 # Every target first makes sure of the venv (re-created if made from another interpreter).
 venv:
@@ -30,6 +30,15 @@ test: venv check
 
 unit: venv
 	$(BIN)/pytest -q tests/unit
+
+## make ha-faults: the HA fault tests with 20 faults each (the suite runs 4), figures printed
+ha-faults: venv
+	CEPHEUS_HA_FAULTS=20 $(BIN)/pytest -q -s --require-services tests/integration/ha/test_failover.py
+
+## make ha-soak: two members under load for 30 minutes without faults: no role may change
+ha-soak: venv
+	CEPHEUS_HA_SOAK_SECONDS=1800 $(BIN)/pytest -q -s --require-services \
+		tests/integration/ha/test_operations.py -k "no_fault"
 
 check: lint typecheck contracts
 
