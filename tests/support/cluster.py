@@ -7,6 +7,8 @@ import threading
 import time
 from pathlib import Path
 
+import sqlalchemy as sa
+
 from adapters.thrift.errors import ConnectionClosed, RemoteApplicationError, TransportError
 from tests.support.nodes import NodeProcess, toml_config
 from tests.support.rooms import BUNDLE, Feeder, Reading
@@ -117,3 +119,46 @@ class ClusterFeeder:
             self._clients[i] = None
             self._down_until[i] = time.monotonic() + 1.0
             return False
+
+
+class SinkWatcher:
+    """Polls the sink table's row count every 10 ms in a thread, to tell how long the output
+    stopped around a fault: from the last new row before it to the first one after it."""
+
+    def __init__(self, url: str, table: str = "outs") -> None:
+        self._engine = sa.create_engine(url)
+        self._table = table
+        self._changes: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self._engine.dispose()
+
+    def gap_around(self, moment: float) -> float | None:
+        """Seconds without a new row around `moment` (None: no row after it yet)."""
+        before = [t for t in self._changes if t <= moment]
+        after = [t for t in self._changes if t > moment]
+        if not before or not after:
+            return None
+        return after[0] - before[-1]
+
+    def _run(self) -> None:
+        last = -1
+        query = sa.text(f"SELECT count(*) FROM {self._table}")  # noqa: S608 - a test's own table name
+        with self._engine.connect() as conn:
+            while not self._stop.wait(0.01):
+                try:
+                    count = int(conn.execute(query).scalar() or 0)
+                    conn.commit()
+                except sa.exc.DBAPIError:
+                    conn.rollback()
+                    continue
+                if count != last:
+                    self._changes.append(time.monotonic())
+                    last = count

@@ -19,11 +19,12 @@ import signal
 import statistics
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.support.cluster import ClusterFeeder, Pair, plan_status
+from tests.support.cluster import ClusterFeeder, Pair, SinkWatcher, plan_status
 from tests.support.databases import isolated_database
 from tests.support.nodes import NodeProcess, wait_for
 from tests.support.rooms import assert_exact, provision, readings, sink_rows
@@ -57,7 +58,7 @@ def run_faults(
     fault: Callable[[NodeProcess], object],
     faults: int,
     mode: str = "failover",
-) -> tuple[str, list[float], int]:
+) -> Faults:
     """Feed, inject `faults` faults into the notifier, check the sink; (where, takeover seconds, resent)."""
     seed = random.randrange(1 << 30)
     rng = random.Random(seed)
@@ -74,6 +75,9 @@ def run_faults(
         wait_for(pair.notifier, 20, "a notifier")
         feeder = ClusterFeeder(pair, plan_input, base, mode)
         feeder.start()
+        watcher = SinkWatcher(sink)
+        watcher.start()
+        hits: list[float] = []
         for _ in range(faults):
             time.sleep(rng.uniform(0.2, 1.0))
             victim = wait_for(pair.notifier, 20, "a notifier before a fault")
@@ -84,6 +88,7 @@ def run_faults(
                 f"the standby to catch up: {[plan_status(n) for n in pair.nodes]}",
             )
             hit = time.monotonic()
+            hits.append(hit)
             fault(victim)
             wait_for(lambda s=survivor: pair.notifier() is s, 10, f"takeover\n{survivor.log()[-3000:]}", 0.01)
             takeovers.append(time.monotonic() - hit)
@@ -91,6 +96,8 @@ def run_faults(
             victim.start()  # it comes back as a standby and catches up
         time.sleep(0.5)
         sent = feeder.stop()
+        watcher.stop()
+        gaps = [g for g in (watcher.gap_around(h) for h in hits) if g is not None]
         time.sleep(0.5)  # the last time batch closes 300 ms after it opened
         deadline = time.monotonic() + 30  # then the assertions below say what is missing
         while sum(r[3] for r in sink_rows(sink) if r[0] == "batch") < sent and time.monotonic() < deadline:
@@ -100,27 +107,39 @@ def run_faults(
         pair.stop()
     where = f"seed {seed}, {sent} readings (at the end: {states})"
     assert_exact(sink, plan_input[:sent], base, where)
-    return where, takeovers, feeder.resent
+    return Faults(where, takeovers, gaps, feeder.resent)
 
 
-def report(
-    capsys: pytest.CaptureFixture[str], what: str, where: str, takeovers: list[float], resent: int
-) -> None:
-    ms = sorted(t * 1000 for t in takeovers)
+@dataclass
+class Faults:
+    where: str
+    takeovers: list[float]  # seconds from each fault to the new notifier
+    gaps: list[float]  # seconds without a new row in the sink around each fault
+    resent: int  # bundles the client sent again
+
+
+def spread(seconds: list[float]) -> str:
+    ms = sorted(t * 1000 for t in seconds)
+    if not ms:
+        return "none measured"
     p99 = ms[min(len(ms) - 1, round(0.99 * (len(ms) - 1)))]
+    return f"p50 {statistics.median(ms):.0f} ms, p99 {p99:.0f} ms, max {ms[-1]:.0f} ms"
+
+
+def report(capsys: pytest.CaptureFixture[str], what: str, run: Faults) -> None:
     with capsys.disabled():
         print(
-            f"\n[failover, {what} x{len(ms)}] {where}: takeover (fault → new notifier) "
-            f"p50 {statistics.median(ms):.0f} ms, p99 {p99:.0f} ms, max {ms[-1]:.0f} ms; bundles resent {resent}"
+            f"\n[failover, {what} x{len(run.takeovers)}] {run.where}: takeover (fault → new notifier) "
+            f"{spread(run.takeovers)}; gap in the sink's rows {spread(run.gaps)}; bundles resent {run.resent}"
         )
 
 
 def test_kill_9_of_the_notifier_loses_and_repeats_nothing(
     tmp_path: Path, registry: str, sink: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    where, takeovers, resent = run_faults(tmp_path, registry, sink, NodeProcess.kill, FAULTS)
-    report(capsys, "kill -9", where, takeovers, resent)
-    assert max(takeovers) < 1.0, f"{where}: takeovers {takeovers}"
+    run = run_faults(tmp_path, registry, sink, NodeProcess.kill, FAULTS)
+    report(capsys, "kill -9", run)
+    assert max(run.takeovers) < 1.0, f"{run.where}: takeovers {run.takeovers}"
 
 
 def sigterm(node: NodeProcess) -> None:
@@ -135,9 +154,9 @@ def test_a_graceful_stop_of_the_notifier_hands_over_at_once(
         isolated_database(mysql_url, "cep_ha") as registry,
         isolated_database(mysql_url, "cep_ha_sink") as sink,
     ):
-        where, takeovers, resent = run_faults(tmp_path, registry, sink, sigterm, FAULTS)
-    report(capsys, "SIGTERM", where, takeovers, resent)
-    assert max(takeovers) < 1.0, f"{where}: takeovers {takeovers}"
+        run = run_faults(tmp_path, registry, sink, sigterm, FAULTS)
+    report(capsys, "SIGTERM", run)
+    assert max(run.takeovers) < 1.0, f"{run.where}: takeovers {run.takeovers}"
 
 
 @pytest.mark.parametrize("mode", ["active-active", "full-active-active"])
@@ -148,6 +167,6 @@ def test_kill_9_in_the_active_modes_loses_and_repeats_nothing(
         isolated_database(mysql_url, "cep_ha") as registry,
         isolated_database(mysql_url, "cep_ha_sink") as sink,
     ):
-        where, takeovers, resent = run_faults(tmp_path, registry, sink, NodeProcess.kill, FAULTS, mode)
-    report(capsys, f"{mode}, kill -9", where, takeovers, resent)
-    assert max(takeovers) < 1.0, f"{where}: takeovers {takeovers}"
+        run = run_faults(tmp_path, registry, sink, NodeProcess.kill, FAULTS, mode)
+    report(capsys, f"{mode}, kill -9", run)
+    assert max(run.takeovers) < 1.0, f"{run.where}: takeovers {run.takeovers}"
