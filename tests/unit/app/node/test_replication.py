@@ -1,0 +1,119 @@
+"""One ordered input per plan, on real loopback sockets: a standby that joins a running notifier
+from its snapshot and then follows its records computes exactly the notifier's outputs (time
+windows, time batches and `within` patterns included, whatever its own wall clock says), keeps
+the notifier's log, and when it takes over carries on as if one process had run it all."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from app.node.gate import OutputGate
+from app.node.peers import Connection, PeerServer, connect
+from app.node.replication import Follower, Sequencer
+from tests.support.journals import OPS, Run, Wall
+
+SECRET = b"sixteen-or-more-characters"
+
+
+def no_outputs(*_: Any) -> None:
+    """The runs collect their outputs themselves; the gates are only asked to release them."""
+
+
+def wait(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def test_a_standby_joined_from_a_snapshot_computes_what_the_notifier_does_and_takes_over(
+    tmp_path: Path,
+) -> None:
+    whole = Run(tmp_path / "whole")
+    whole.do(OPS)
+
+    notifier = Run(tmp_path / "a", Wall(OPS[0][0]))
+    sequencer = Sequencer(notifier.journal, OutputGate("p", no_outputs))
+    notifier.journal.lead(1, sequencer)
+    join = 6
+    notifier.do(OPS[:join])
+
+    def serve(connection: Connection) -> None:
+        request, _ = connection.recv()
+        sequencer.serve(connection, request)
+
+    server = PeerServer("127.0.0.1", 0, "a", SECRET, serve)
+    server.start()
+    standby = Run(tmp_path / "b", Wall(10**12))  # its own wall clock must never count
+    standby.journal.follow(None)
+    follower = Follower(
+        standby.journal,
+        OutputGate("p", no_outputs),
+        notifier=lambda: f"127.0.0.1:{server.port}",
+        connect=lambda address: connect(address, "b", "replicate", SECRET),
+        install=standby.runtime.restore,
+    )
+    try:
+        follower.start()
+        wait(lambda: follower.live, "the standby to join")
+        assert standby.journal.log_id == notifier.journal.log_id
+        emitted_at_join = len(notifier.out)
+        takeover = len(OPS) - 4
+        notifier.do(OPS[join:takeover])
+        wait(lambda: standby.journal.position == notifier.journal.position, "the standby to catch up")
+        assert standby.out == notifier.out[emitted_at_join:]
+        assert standby.log.bounds("p")[1] == notifier.log.bounds("p")[1]
+    finally:
+        follower.stop()
+        server.stop()
+    # the notifier dies; the standby, with everything it acknowledged, leads from here, on its
+    # wall clock from now on
+    standby.wall.now = OPS[takeover - 1][0]
+    standby.journal.lead(2, None)
+    standby.do(OPS[takeover:])
+    assert notifier.out[:emitted_at_join] + standby.out == whole.out
+
+
+def test_a_standby_that_lost_its_connection_resumes_where_it_was(tmp_path: Path) -> None:
+    notifier = Run(tmp_path / "a", Wall(OPS[0][0]))
+    sequencer = Sequencer(notifier.journal, OutputGate("p", no_outputs))
+    notifier.journal.lead(1, sequencer)
+    notifier.do(OPS[:4])
+    connections: list[Connection] = []
+
+    def serve(connection: Connection) -> None:
+        connections.append(connection)
+        request, _ = connection.recv()
+        sequencer.serve(connection, request)
+
+    server = PeerServer("127.0.0.1", 0, "a", SECRET, serve)
+    server.start()
+    standby = Run(tmp_path / "b", Wall(10**12))
+    standby.journal.follow(None)
+    installs: list[int] = []
+
+    def install(blob: bytes) -> None:
+        installs.append(len(blob))
+        standby.runtime.restore(blob)
+
+    follower = Follower(
+        standby.journal,
+        OutputGate("p", no_outputs),
+        notifier=lambda: f"127.0.0.1:{server.port}",
+        connect=lambda address: connect(address, "b", "replicate", SECRET),
+        install=install,
+    )
+    try:
+        follower.start()
+        wait(lambda: follower.live, "the standby to join")
+        connections[-1].close()  # the network drops the subscription
+        wait(lambda: len(connections) == 2 and follower.live, "the standby to resume")
+        notifier.do(OPS[4:])
+        wait(lambda: standby.journal.position == notifier.journal.position, "the standby to catch up")
+        assert len(installs) == 1  # resumed from its own log: no second snapshot
+    finally:
+        follower.stop()
+        server.stop()
