@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from adapters.thrift.errors import ConnectionClosed, RemoteApplicationError, TransportError
@@ -16,16 +17,26 @@ PAUSE = 0.008  # between bundles of 8: about 1,000 events/s
 
 
 class Pair:
-    """Two cluster members that know each other's cluster port."""
+    """Two cluster members that know each other's cluster port. `registries`: each member's own
+    registry URL (the same database through different proxies), instead of `registry`."""
 
-    def __init__(self, tmp: Path, registry: str) -> None:
+    def __init__(self, tmp: Path, registry: str, registries: Sequence[str] = ()) -> None:
         self.nodes: list[NodeProcess] = []
-        for name in ("a", "b"):
+        for name, url in zip(("a", "b"), registries or (registry, registry), strict=True):
             (tmp / name).mkdir()
-            self.nodes.append(NodeProcess(tmp / name, registry))
-        wka = [f"127.0.0.1:{4000 + n.offset}" for n in self.nodes]
-        for node in self.nodes:
-            node.sections["cluster"] = {"host": "127.0.0.1", "wka": wka, "secret": SECRET}
+            self.nodes.append(NodeProcess(tmp / name, url))
+        self.advertise([f"127.0.0.1:{node.cluster_port}" for node in self.nodes])
+
+    def advertise(self, addresses: Sequence[str]) -> None:
+        """Where the members reach each other's cluster port, one address each (a proxy in
+        front of it, say): each advertises its own and lists them all as well-known addresses."""
+        for node, address in zip(self.nodes, addresses, strict=True):
+            node.sections["cluster"] = {
+                "host": "127.0.0.1",
+                "wka": list(addresses),
+                "advertise": address,
+                "secret": SECRET,
+            }
             node.config_path.write_text(toml_config(node.sections), encoding="utf-8")
 
     def notifier(self) -> NodeProcess | None:
@@ -49,16 +60,18 @@ def plan_status(node: NodeProcess) -> dict[str, object]:
 
 
 class FailoverFeeder:
-    """A client of `tcp://a|tcp://b` in a thread: bundles of 8 every `PAUSE` s to one node and,
-    when a bundle fails, the same bundle to the other, until `stop()`."""
+    """A client of `tcp://a|tcp://b` in a thread: bundles of 8 every `PAUSE` s to one node (the
+    `first` of the pair's at the start) and, when a bundle fails, the same bundle to the other,
+    until `stop()`. `acked` has when each bundle was acknowledged (monotonic seconds)."""
 
-    def __init__(self, pair: Pair, plan_input: list[Reading], base: int) -> None:
+    def __init__(self, pair: Pair, plan_input: list[Reading], base: int, first: int = 0) -> None:
         self.pair = pair
         self.plan_input = plan_input
         self.base = base
         self.sent = 0
         self.resent = 0
-        self._index = 0
+        self.acked: list[float] = []
+        self._index = first
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self.error: BaseException | None = None
@@ -83,6 +96,7 @@ class FailoverFeeder:
                         current = Feeder(self.pair.nodes[self._index], self.base)
                     current.send(bundle, pause=PAUSE)
                     self.sent += BUNDLE
+                    self.acked.append(time.monotonic())
                 except (TransportError, ConnectionClosed, RemoteApplicationError, OSError):
                     if current is not None:
                         current.client.abandon()
