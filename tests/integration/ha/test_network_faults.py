@@ -109,9 +109,12 @@ def test_a_notifier_paused_past_its_lease_steps_down_and_none_of_its_late_writes
     assert (rig.fence_epoch() or 0) >= lease_after[1]
 
 
+@pytest.mark.parametrize("how", ["blackhole", "cut"])
 def test_a_partition_between_the_members_changes_no_role_while_both_reach_the_registry(
-    rig: Rig, capsys: pytest.CaptureFixture[str]
+    rig: Rig, capsys: pytest.CaptureFixture[str], how: str
 ) -> None:
+    """`blackhole`: packets lost, as most partitions; `cut`: connections reset and refused, as a
+    firewall that rejects (the members' processes are alive all along)."""
     notifier, standby = rig.start()
     watch = rig.watch
     assert watch is not None
@@ -120,7 +123,7 @@ def test_a_partition_between_the_members_changes_no_role_while_both_reach_the_re
     lease_before = rig.lease()
     cut = time.monotonic()
     for proxy in rig.cluster_proxies:
-        proxy.blackhole()
+        getattr(proxy, how)()
     time.sleep(FAULT)
     healed = time.monotonic()
     for proxy in rig.cluster_proxies:
@@ -133,7 +136,7 @@ def test_a_partition_between_the_members_changes_no_role_while_both_reach_the_re
     acked = [t for t in feeder.acked if cut <= t <= healed + 5]
     say(
         capsys,
-        f"[fault: partition between the members {healed - cut:.1f} s] role changes "
+        f"[fault: partition between the members ({how}) {healed - cut:.1f} s] role changes "
         f"{_changes(changes, cut)}; both notifier {watch.overlap():.2f} s; lease {lease_before} -> "
         f"{lease_after}; longest pause of sink writes during it {gap:.2f} s; bundles acknowledged "
         f"during it {sum(1 for t in acked if t <= healed)}; standby back in sync {_s(back_in_sync)} "
