@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -18,16 +19,26 @@ PAUSE = 0.008  # between bundles of 8: about 1,000 events/s
 
 
 class Pair:
-    """Two cluster members that know each other's cluster port."""
+    """Two cluster members that know each other's cluster port. `registries`: each member's own
+    registry URL (the same database through different proxies), instead of `registry`."""
 
-    def __init__(self, tmp: Path, registry: str) -> None:
+    def __init__(self, tmp: Path, registry: str, registries: Sequence[str] = ()) -> None:
         self.nodes: list[NodeProcess] = []
-        for name in ("a", "b"):
+        for name, url in zip(("a", "b"), registries or (registry, registry), strict=True):
             (tmp / name).mkdir()
-            self.nodes.append(NodeProcess(tmp / name, registry))
-        wka = [f"127.0.0.1:{4000 + n.offset}" for n in self.nodes]
-        for node in self.nodes:
-            node.sections["cluster"] = {"host": "127.0.0.1", "wka": wka, "secret": SECRET}
+            self.nodes.append(NodeProcess(tmp / name, url))
+        self.advertise([f"127.0.0.1:{node.cluster_port}" for node in self.nodes])
+
+    def advertise(self, addresses: Sequence[str]) -> None:
+        """Where the members reach each other's cluster port, one address each (a proxy in
+        front of it, say): each advertises its own and lists them all as well-known addresses."""
+        for node, address in zip(self.nodes, addresses, strict=True):
+            node.sections["cluster"] = {
+                "host": "127.0.0.1",
+                "wka": list(addresses),
+                "advertise": address,
+                "secret": SECRET,
+            }
             node.config_path.write_text(toml_config(node.sections), encoding="utf-8")
 
     def notifier(self) -> NodeProcess | None:
@@ -55,16 +66,20 @@ class ClusterFeeder:
     do in each mode: "failover" (`tcp://a|tcp://b`: to one node; a bundle that fails goes to the
     other), "active-active" (`tcp://a,tcp://b`: round robin; a bundle that fails goes to the
     other) or "full-active-active" (`{tcp://a},{tcp://b}`: every bundle to every node that is up;
-    sent once one node acknowledged it)."""
+    sent once one node acknowledged it). `first`: the node the client starts with; `acked` has
+    when each bundle was acknowledged (monotonic seconds)."""
 
-    def __init__(self, pair: Pair, plan_input: list[Reading], base: int, mode: str = "failover") -> None:
+    def __init__(
+        self, pair: Pair, plan_input: list[Reading], base: int, mode: str = "failover", first: int = 0
+    ) -> None:
         self.pair = pair
         self.plan_input = plan_input
         self.base = base
         self.mode = mode
         self.sent = 0
         self.resent = 0
-        self._index = 0
+        self.acked: list[float] = []
+        self._index = first
         self._clients: list[Feeder | None] = [None, None]
         self._down_until = [0.0, 0.0]
         self._stop = threading.Event()
@@ -92,6 +107,7 @@ class ClusterFeeder:
                 acked = sum(self._send(i, bundle) for i in targets)
                 if acked:
                     self.sent += BUNDLE
+                    self.acked.append(time.monotonic())
                     if self.mode == "active-active":
                         self._index = 1 - self._index
                     time.sleep(PAUSE)

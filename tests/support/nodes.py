@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -38,8 +39,12 @@ _GIVEN_OFFSETS: set[int] = set()
 
 
 def free_offset(bases: tuple[int, ...] = (9763, 7611, 7711, 4000)) -> int:
-    """A port offset under which every WSO2 base port is free on 127.0.0.1 (each offset once)."""
-    for offset in range(200, 2000, 7):
+    """A port offset under which every WSO2 base port is free on 127.0.0.1 (each offset once).
+    Tried in a random order: test runs in other processes look for offsets at the same time,
+    and a node binds its ports a while after its offset was found free."""
+    offsets = list(range(200, 2000, 7))
+    random.shuffle(offsets)
+    for offset in offsets:
         if offset in _GIVEN_OFFSETS:
             continue
         try:
@@ -153,6 +158,10 @@ class NodeProcess:
         return 7711 + self.offset
 
     @property
+    def cluster_port(self) -> int:
+        return 4000 + self.offset
+
+    @property
     def certificate(self) -> Path:
         return self.tmp / "var" / "tls" / "cert.pem"
 
@@ -193,7 +202,7 @@ class NodeProcess:
             msg = f"cepheus server exited with {self.process.returncode}:\n{self.log()}"
             raise AssertionError(msg)
         try:
-            return get_json(f"http://127.0.0.1:{self.console_port}/health", 1.0)["status"] == "ok"
+            return bool(get_json(f"http://127.0.0.1:{self.console_port}/health", 1.0)["status"] == "ok")
         except (OSError, urllib.error.URLError, ValueError):
             return False
 
