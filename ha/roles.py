@@ -2,9 +2,10 @@
 
 Driven by ticks: each tick brings the membership view (`alive`), whether this node has caught
 up with the plan's input, and the answer to the last lease request. The rules:
-- a node asks for the lease when placement names it notifier, or when the lease's holder is
+- a node asks for the lease when placement names it notifier, when the lease's holder is
   not alive in its view (takeover: a dead notifier's lease is taken as soon as it expires,
-  and a closed connection makes it dead at once), but never before it has caught up;
+  and a closed connection makes it dead at once), or when the store says the lease expired
+  (a holder alive but cut off from the store), but never before it has caught up;
 - it notifies only while `ha.lease.Holder` says the lease holds;
 - a notifier that placement no longer names (a member came back, an operator moved the plan)
   releases the lease once the preferred member has caught up, so the move costs no gap, and
@@ -89,7 +90,8 @@ class PlanRole:
         if yielded and preferred != self.node:
             return Decision(role, Action.NOTHING)  # the member it yielded to takes the lease now
         holder = self.lease.holder if self.lease is not None else None
-        orphaned = holder is None or holder == self.node or holder not in members
+        expired = self.lease is not None and self.lease.ttl_ms <= 0  # its holder did not renew it
+        orphaned = holder is None or holder == self.node or holder not in members or expired
         if (preferred == self.node or orphaned) and self.holder.due(now):
             return Decision(role, Action.ACQUIRE)
         return Decision(role, Action.NOTHING)

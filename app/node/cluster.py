@@ -89,6 +89,8 @@ class _Plan:
         self.follower: Follower | None = None
         self.epoch = 0  # of the lease this node notifies under (0: standby)
         self.looked_up = 0.0  # when the registry was last asked who holds the lease
+        self.confirm_lock = threading.Lock()
+        self.confirmed_at = 0.0  # when the last renewal that confirmed this node's lease was sent
 
 
 class Cluster:
@@ -275,6 +277,9 @@ class Cluster:
                 lease = None
                 log.debug("plan %s: lease request failed: %s", plan.name, exc)
             plan.role.answered(sent, lease)
+            if lease is not None and lease.holder == self.me and lease.epoch == plan.epoch:
+                with plan.confirm_lock:
+                    plan.confirmed_at = max(plan.confirmed_at, sent)
         elif decision.action is Action.RELEASE:
             self._step_down(plan, drain=True)
             # what went to the adapters under this lease is written before the next notifier starts
@@ -294,6 +299,24 @@ class Cluster:
         elif decision.role is Role.STANDBY and plan.epoch:
             self._step_down(plan)
 
+    def _confirm(self, plan: _Plan, epoch: int, since: float) -> bool:
+        """Whether a renewal of this node's lease (under `epoch`) sent at `since` or later
+        succeeded; renews it now if none did (one registry request serves every bundle waiting)."""
+        with plan.confirm_lock:
+            if plan.confirmed_at >= since:
+                return True
+            sent = time.monotonic()
+            try:
+                lease = self._leases.acquire(plan.name, self.me, self.settings.timing.ttl_ms)
+            except Exception as exc:
+                log.debug("plan %s: lease renewal failed: %s", plan.name, exc)
+                return False
+            plan.role.answered(sent, lease)
+            if lease.holder != self.me or lease.epoch != epoch:
+                return False
+            plan.confirmed_at = sent
+            return True
+
     def _dead(self, member: str, now: float) -> bool:
         """Whether `member`'s process is known to have died: its connection to this node closed."""
         return self.membership.gone(member, now) and self.membership.lost_connection(member)
@@ -307,7 +330,12 @@ class Cluster:
             plan.follower = None
         role = plan.role
         fence = NotifierFence(plan.name, epoch, lambda: role.holder.holds(time.monotonic()))
-        plan.sequencer = Sequencer(plan.journal, plan.gate)
+        plan.sequencer = Sequencer(
+            plan.journal,
+            plan.gate,
+            holds=lambda: role.holder.holds(time.monotonic()),
+            confirm=lambda since: self._confirm(plan, epoch, since),
+        )
         after = plan.journal.lead(epoch, plan.sequencer)
         plan.epoch = epoch
         delivered = plan.gate.open(fence, after)
@@ -392,6 +420,7 @@ class Cluster:
                 continue
             for plan, sequencer, released in leading:
                 if plan.sequencer is sequencer:
+                    plan.gate.trim(released)
                     sequencer.delivered(released)
 
     # ---- relaying bundles to the notifier ------------------------------------------------------
@@ -490,9 +519,13 @@ class Cluster:
             self._serve_relay(connection)
 
     def _serve_heartbeats(self, connection: Connection) -> None:
+        """A member's heartbeats. Its connection closed in order (FIN) means its process is gone:
+        dead at once. A reset or failed connection says nothing of the process (a firewall, a
+        partition): the member goes dead only when its heartbeats stay away."""
         peer = connection.peer
         with self._lock:
             self._inbound[peer] = self._inbound.get(peer, 0) + 1
+        died = False
         try:
             while True:
                 header, _ = connection.recv(256 * 1024)
@@ -500,12 +533,12 @@ class Cluster:
                     continue
                 self._heard(peer, header)
         except PeerClosed:
-            pass
+            died = True
         finally:
             with self._lock:
                 self._inbound[peer] -= 1
                 last = self._inbound[peer] == 0
-            if last and not self._stop.is_set():
+            if died and last and not self._stop.is_set():
                 self.membership.lost(peer)
                 log.info("cluster member %s left (its connection closed)", peer)
 

@@ -4,6 +4,8 @@ Every member runs a redundant plan on the same ordered input, so every member co
 same outputs with the same origins (log id, position, index). Only the notifier delivers:
 - on the notifier, outputs of a record wait here until the standbys hold the record
   (`release(through)`), so no output reaches a sink for an input a takeover would not have;
+  released outputs stay here until the notifier knows them written (`trim`), for a fence
+  that refused them (the lease ran out meanwhile) would otherwise lose them;
 - on a standby, outputs wait here until the notifier reports them delivered (`trim(through)`);
   when it wins the lease, `open(fence)` delivers what is still held (the sink skips what it
   already has, by origin) and from then on it releases like a notifier.
@@ -38,6 +40,7 @@ class OutputGate:
         self._max_events = max_events
         self._lock = threading.Lock()
         self._held: deque[tuple[int, str, list[Event], Provenance]] = deque()
+        self._sent: deque[tuple[int, str, list[Event], Provenance]] = deque()  # released, not known written
         self._events = 0
         self.fence: Any = None  # None: held (standby); else the fence every delivery carries
         self.released = 0  # the newest position whose outputs went to the adapters
@@ -48,8 +51,8 @@ class OutputGate:
         with self._lock:
             self._held.append((where.position, stream_id, events, where))
             self._events += len(events)
-            while self._events > self._max_events and self._held:
-                dropped = self._held.popleft()
+            while self._events > self._max_events and (self._sent or self._held):
+                dropped = (self._sent or self._held).popleft()
                 self._events -= len(dropped[2])
                 if dropped[0] > self.covers_after:
                     self.covers_after = dropped[0]
@@ -68,9 +71,13 @@ class OutputGate:
 
     def open(self, fence: Any, through: int) -> int:
         """This node notifies now, writing under `fence`: deliver everything held (the outputs of
-        every position up to `through`, the newest record it has); how many events."""
+        every position up to `through`, the newest record it has), and again what it released
+        in an earlier term without knowing it written (its fence may have refused it); how many
+        events."""
         with self._lock:
             self.fence = fence
+            self._held.extendleft(reversed(self._sent))
+            self._sent.clear()
             n = self._deliver(None)
             self.released = max(self.released, through)
             return n
@@ -81,16 +88,19 @@ class OutputGate:
             self.fence = None
 
     def trim(self, through: int) -> None:
-        """The notifier delivered the outputs of every position up to `through`."""
+        """The notifier (this node or another) wrote the outputs of every position up to `through`."""
         with self._lock:
             self.delivered = max(self.delivered, through)
             while self._held and self._held[0][0] <= through:
                 self._events -= len(self._held.popleft()[2])
+            while self._sent and self._sent[0][0] <= through:
+                self._events -= len(self._sent.popleft()[2])
 
     def reset(self, after: int) -> None:
         """Forget everything held: the plan's state was replaced by a snapshot covering `after`."""
         with self._lock:
             self._held.clear()
+            self._sent.clear()
             self._events = 0
             self.covers_after = after
             self.delivered = 0
@@ -107,8 +117,9 @@ class OutputGate:
     def _deliver(self, through: int | None) -> int:
         n = 0
         while self._held and (through is None or self._held[0][0] <= through):
-            position, stream_id, events, where = self._held.popleft()
-            self._events -= len(events)
+            item = self._held.popleft()
+            position, stream_id, events, where = item
+            self._sent.append(item)  # counted in `held` until known written
             n += len(events)
             self.released = max(self.released, position)
             self._emit(stream_id, events, (self.plan, where), self.fence)

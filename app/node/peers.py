@@ -46,7 +46,13 @@ class PeerError(CEPError):
 
 
 class PeerClosed(PeerError):
-    """The peer closed the connection (its process died or it stopped)."""
+    """The peer closed the connection in order (FIN): its process exited or died, for only
+    the peer's own kernel closes a connection that way."""
+
+
+class PeerReset(PeerError):
+    """The connection was reset or failed (a firewall, a proxy, a network fault): nothing is
+    known of the peer's process."""
 
 
 class Connection:
@@ -100,7 +106,7 @@ def _recv_exact(sock: socket.socket, n: int, peer: str) -> bytes:
             raise PeerError(msg) from None
         except OSError as exc:
             msg = f"connection to {peer} failed: {exc.strerror or exc}"
-            raise PeerClosed(msg) from None
+            raise PeerReset(msg) from None
         if not chunk:
             msg = f"{peer} closed the connection"
             raise PeerClosed(msg)
@@ -219,8 +225,8 @@ class PeerServer:
             self._handshakes.release()
         try:
             self._serve(connection)
-        except PeerClosed:
-            pass
+        except (PeerClosed, PeerReset) as exc:
+            log.debug("cluster connection from %s (%s) ended: %s", connection.peer, connection.purpose, exc)
         except Exception:
             log.exception("cluster connection from %s (%s) failed", connection.peer, connection.purpose)
         finally:

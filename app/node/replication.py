@@ -75,9 +75,20 @@ class _Subscriber:
 class Sequencer:
     """The standbys of a plan this node notifies for (the journal's `replicas`)."""
 
-    def __init__(self, journal: PlanJournal, gate: OutputGate, ack_timeout: float = 1.0) -> None:
+    def __init__(
+        self,
+        journal: PlanJournal,
+        gate: OutputGate,
+        ack_timeout: float = 1.0,
+        holds: Callable[[], bool] = lambda: True,
+        confirm: Callable[[float], bool] = lambda since: True,
+    ) -> None:
+        """`holds()`: whether this node's lease holds now; `confirm(since)`: whether a renewal of
+        it sent at `since` or later succeeded (asking the registry if need be)."""
         self.journal = journal
         self.gate = gate
+        self._holds = holds
+        self._confirm = confirm
         self.ack_timeout = ack_timeout
         self._subscribers: list[_Subscriber] = []
         self._acks = threading.Condition()
@@ -92,7 +103,13 @@ class Sequencer:
                 sub.push({"t": "rec", "p": position}, payload)
 
     def settle(self, position: int) -> None:
-        deadline = time.monotonic() + self.ack_timeout
+        """Return once `position` may be acknowledged, and release its outputs. That takes
+        every standby in sync holding it; when none does, a renewal of this node's lease sent
+        after the record was appended (`confirm`): a notifier deposed meanwhile (taken over
+        while paused or cut off) must not acknowledge what no other member has. Raises
+        `NotLeading` (not acknowledged: the client sends it again) when neither holds."""
+        start = time.monotonic()
+        deadline = start + self.ack_timeout
         with self._acks:
             while True:
                 if self._closed:
@@ -109,6 +126,13 @@ class Sequencer:
                         sub.drop(f"record {position} not acknowledged within {self.ack_timeout:.1f} s")
                     break
                 self._acks.wait(left)
+            held = any(s.in_sync and s.acked >= position for s in self._subscribers)
+        if not held and not self._confirm(start):
+            msg = f"plan {self.journal.plan}: no standby holds the bundle and this node's lease is not confirmed"
+            raise NotLeading(msg)
+        if not self._holds():
+            msg = f"plan {self.journal.plan}: this node's notifier lease ran out"
+            raise NotLeading(msg)
         self.gate.release(position)
 
     # ---- status --------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ class Rig:
         ]
         self.pair.advertise([p.address for p in self.cluster_proxies])
         (tmp / "doc").mkdir()
-        provision(self.pair.nodes[0], tmp / "doc", proxied(sink, self.sink_proxy), redundant=True)
+        provision(self.pair.nodes[0], tmp / "doc", proxied(sink, self.sink_proxy), redundant="failover")
         self.proxies = [*self.registry_proxies, self.sink_proxy, *self.cluster_proxies]
         self.feeder: ClusterFeeder | None = None
         self.watch: Watch | None = None

@@ -59,3 +59,11 @@ def test_a_notifier_that_cannot_renew_steps_down_on_its_own() -> None:
         a.answered(t, None)  # the registry is unreachable
     assert a.tick(1.2, NODES, caught_up=True).role is Role.NOTIFIER
     assert a.tick(1.3, NODES, caught_up=True).role is Role.STANDBY
+
+
+def test_a_lease_the_store_says_expired_is_asked_for_even_with_its_holder_alive() -> None:
+    b = PlanRole(PLAN, "b", T)
+    b.answered(0.0, granted("a"))
+    assert b.tick(0.5, NODES, caught_up=True).action is Action.NOTHING  # a holds it and is alive
+    b.lease = Lease(PLAN, "a", 1, 0)  # a is cut off from the store: its lease ran out there
+    assert b.tick(0.6, NODES, caught_up=True).action is Action.ACQUIRE

@@ -44,10 +44,26 @@ def test_a_notifier_releases_in_order_up_to_what_its_standbys_hold() -> None:
     held(gate, 1)
     held(gate, 2, n=2)
     assert gate.release(1) == 1 and sink.got == [(1, "f")]
-    assert gate.release(2) == 2 and gate.held == 0
+    assert gate.release(2) == 2 and gate.held == 3  # released, not yet known written
+    gate.trim(2)  # its adapters wrote them
+    assert gate.held == 0
     gate.close()
     held(gate, 3)
     assert gate.release(3) == 0 and gate.held == 1  # stepped down: held again
+
+
+def test_outputs_released_but_not_known_written_go_again_in_the_next_term() -> None:
+    sink = Sink()
+    gate = OutputGate("p", sink)
+    gate.open("epoch-1", through=0)
+    held(gate, 1)
+    held(gate, 2)
+    gate.release(2)  # ... and the fence refused them: the lease ran out before the write
+    gate.close()
+    held(gate, 3)
+    sink.got.clear()
+    assert gate.open("epoch-2", through=3) == 3  # the same node notifies again
+    assert sink.got == [(1, "epoch-2"), (2, "epoch-2"), (3, "epoch-2")]
 
 
 def test_a_standby_that_joined_from_a_snapshot_or_dropped_outputs_waits_for_the_notifiers_word() -> None:
