@@ -16,6 +16,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -30,7 +31,7 @@ import sqlalchemy as sa
 from adapters.thrift.tls import self_signed
 from tests.support.cluster import Pair, status_of
 from tests.support.databases import isolated_database
-from tests.support.nodes import ADMIN_PASSWORD, REPO, NodeProcess, wait_for
+from tests.support.nodes import ADMIN_PASSWORD, REPO, NodeProcess, toml_config, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.thrift]
 
@@ -39,16 +40,18 @@ MODES = ("failover", "active-active", "full-active-active")
 EXPECTED = [(1, "Tom"), (2, "John"), (3, "Ratha")]  # the seed's; orders 4 and 5 expire undelivered
 KILL_AFTER_DELIVERY1 = 5.0  # s: deliveries go 10, 20, 31.5, 45 and 55 s after the first order
 RESTART_AFTER_DELIVERY2 = 1.0  # (the orders expire 30 to 34 s after the first)
+PORTS = threading.Lock()
 URLS = {"failover": "{a}|{b}", "active-active": "{a},{b}", "full-active-active": "{{{a}}},{{{b}}}"}
 
 
 @dataclass
 class Run:
     mode: str
-    pair: Pair
+    tmp: Path
+    registry: str
     sink: str
-    env: dict[str, str]
-    ca_file: Path
+    certificate: tuple[Path, Path]  # (cert, key), served by both members
+    pair: Pair | None = None
     publisher_exit: int | None = None
     takeover: float | None = None
     killed: str = ""
@@ -57,14 +60,19 @@ class Run:
     error: Exception | None = None
 
     @property
+    def env(self) -> dict[str, str]:
+        return {"PIZZA_DB_URL": self.sink}  # the registry keeps ${PIZZA_DB_URL}; each node expands it
+
+    @property
     def publisher_log(self) -> Path:
-        return self.pair.nodes[0].tmp.parent / "publisher.log"
+        return self.tmp / "publisher.log"
 
     def output(self) -> str:
         return self.publisher_log.read_text(encoding="utf-8") if self.publisher_log.exists() else ""
 
     def where(self) -> str:
-        logs = "\n".join(f"---- node {n.tmp.name}:\n{n.log()[-6000:]}" for n in self.pair.nodes)
+        nodes = self.pair.nodes if self.pair else []
+        logs = "\n".join(f"---- node {n.tmp.name}:\n{n.log()[-6000:]}" for n in nodes)
         return (
             f"{self.mode}: killed {self.killed or 'nothing'}, states at the end {self.states}\n"
             f"---- publisher (exit {self.publisher_exit}):\n{self.output()}\n{logs}"
@@ -89,17 +97,31 @@ def delivered_orders(url: str) -> list[tuple[Any, ...]]:
         engine.dispose()
 
 
-def provision(node: NodeProcess, directory: Path, mode: str) -> None:
-    """`samples/pizza/cepheus.toml` in the shared registry, the plan in `mode`."""
+def provision(run: Run) -> None:
+    """`cepheus apply samples/pizza/cepheus.toml` on the shared registry, the plan in `run.mode`
+    (before the members have ports: the fewer seconds between handing a port out and binding it,
+    the fewer clashes with other test processes)."""
+    directory = run.tmp / "doc"
+    directory.mkdir()
     sample = REPO / "samples" / "pizza"
     document = (sample / "cepheus.toml").read_text(encoding="utf-8")
     assert 'ha_mode = "failover"' in document
     (directory / "cepheus.toml").write_text(
-        document.replace('ha_mode = "failover"', f'ha_mode = "{mode}"'), encoding="utf-8"
+        document.replace('ha_mode = "failover"', f'ha_mode = "{run.mode}"'), encoding="utf-8"
     )
     shutil.copy(sample / "plan.siddhi", directory / "plan.siddhi")
-    node.cli("db", "upgrade")
-    node.cli("apply", str(directory / "cepheus.toml"))
+    config = directory / "cli.toml"
+    sections = {"node": {"data_dir": str(directory / "var")}, "registry": {"url": run.registry}}
+    config.write_text(toml_config(sections), encoding="utf-8")
+    for args in (["db", "upgrade"], ["apply", str(directory / "cepheus.toml")]):
+        done = subprocess.run(
+            [sys.executable, "-m", "app.cli", *args, "--config", str(config)],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=120,
+        )
+        assert done.returncode == 0, f"cepheus {' '.join(args)}: {done.stdout}{done.stderr}"
 
 
 def ready(node: NodeProcess) -> bool:
@@ -110,7 +132,9 @@ def ready(node: NodeProcess) -> bool:
 
 def drive(run: Run) -> None:
     """Start the pair, publish the timeline, kill the notifier after delivery 1, restart it."""
-    pair = run.pair
+    with PORTS:  # handed out one pair at a time
+        run.pair = pair = Pair(run.tmp, run.registry)
+    pair.share_certificate(*run.certificate)
     try:
         for node in pair.nodes:
             node.start(env=run.env)
@@ -130,7 +154,7 @@ def drive(run: Run) -> None:
                     "--password",
                     ADMIN_PASSWORD,
                     "--ca-file",
-                    str(run.ca_file),
+                    str(run.certificate[0]),
                 ],
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -161,6 +185,7 @@ def kill_and_restart_the_notifier(run: Run) -> None:
     """Between deliveries 1 and 2: SIGKILL the notifier, time the takeover; start it again
     after delivery 2."""
     pair = run.pair
+    assert pair is not None
     wait_for(lambda: "Delivery1" in run.output(), 30, f"{run.mode}: delivery 1", 0.1)
     time.sleep(KILL_AFTER_DELIVERY1)
     victim = wait_for(lambda: pair.notifier_of(PLAN), 10, f"{run.mode}: the notifier before the kill")
@@ -188,19 +213,14 @@ def kill_and_restart_the_notifier(run: Run) -> None:
 
 @pytest.fixture(scope="module")
 def runs(mysql_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Run]]:
-    cert, key = self_signed(tmp_path_factory.mktemp("tls"))
+    certificate = self_signed(tmp_path_factory.mktemp("tls"))
     with ExitStack() as stack:
         runs = {}
-        for mode in MODES:  # ports are handed out here, in one thread
+        for mode in MODES:
             registry = stack.enter_context(isolated_database(mysql_url, "cep_pizza"))
             sink = stack.enter_context(isolated_database(mysql_url, "cep_pizza_out"))
-            tmp = tmp_path_factory.mktemp(mode)
-            pair = Pair(tmp, registry)
-            pair.share_certificate(cert, key)
-            stack.callback(pair.stop)
-            (tmp / "doc").mkdir()
-            provision(pair.nodes[0], tmp / "doc", mode)
-            runs[mode] = Run(mode, pair, sink, {"PIZZA_DB_URL": sink}, cert)
+            runs[mode] = Run(mode, tmp_path_factory.mktemp(mode), registry, sink, certificate)
+            provision(runs[mode])
         with ThreadPoolExecutor(len(runs)) as pool:
             list(pool.map(drive, runs.values()))
         yield runs
