@@ -49,6 +49,21 @@ class Pair:
                 return node
         return None
 
+    def notifier_of(self, plan: str) -> NodeProcess | None:
+        """The running member that reports itself the notifier of `plan`."""
+        for node in self.nodes:
+            if node.process is None or node.process.poll() is not None:
+                continue
+            if status_of(node, plan).get("role") == "notifier":
+                return node
+        return None
+
+    def share_certificate(self, cert: Path, key: Path) -> None:
+        """Both members serve this TLS certificate, so one CA file lets a client trust either."""
+        for node in self.nodes:
+            node.sections["thrift"].update(cert_file=str(cert), key_file=str(key))
+            node.config_path.write_text(toml_config(node.sections), encoding="utf-8")
+
     def stop(self) -> None:
         for node in self.nodes:
             node.stop()
@@ -57,6 +72,14 @@ class Pair:
 def plan_status(node: NodeProcess) -> dict[str, object]:
     try:
         return dict(node.health()["cluster"]["plans"]["rooms"])
+    except (OSError, KeyError, TypeError, ValueError):
+        return {}
+
+
+def status_of(node: NodeProcess, plan: str) -> dict[str, object]:
+    """`plan`'s cluster status on `node` (`role`, `caught_up`, ...); {} when it has none (yet)."""
+    try:
+        return dict(node.health()["cluster"]["plans"][plan])
     except (OSError, KeyError, TypeError, ValueError):
         return {}
 
