@@ -338,7 +338,9 @@ class PlanJournal:
         """Digests of the bundles sequenced last (with the state a joining standby gets)."""
         return [] if self.resends is None else self.resends.recent()
 
-    def recover(self, restored: bool, log_id: str | None = None, position: int | None = None) -> int:
+    def recover(
+        self, restored: bool, log_id: str | None = None, position: int | None = None, *, replica: bool = False
+    ) -> int:
         """After the runtime was restored from a snapshot covering `position` of log `log_id`
         (`restored` False: no snapshot), replay what the log holds after it; how many records.
         When the log cannot continue that state (a snapshot taken without the log, another
@@ -359,7 +361,13 @@ class PlanJournal:
             why = f"the snapshot restored covers position {position} but the log starts at {first}"
         else:
             return self._replay(position)
-        if last >= first:
+        if last >= first and replica:  # a member's copy of a notifier's log: it catches up from the notifier
+            log.info(
+                "plan %s: its local copy of the input log (records %d to %d) cannot be replayed (%s); "
+                "it catches up from the notifier",
+                self.plan, first, last, why,
+            )  # fmt: skip
+        elif last >= first:
             log.warning(
                 "plan %s: its input log does not continue the state restored (%s): "
                 "its records %d to %d are not replayed",

@@ -327,6 +327,7 @@ class Node:
                 "dropped": s.dropped,
                 "errors": s.errors,
                 "skipped": s.skipped,
+                "fenced": s.fenced,
             }
             for name, s in self.outputs.stats().items()
         }

@@ -231,11 +231,12 @@ class PlanManager:
             journal.reset()
             return
         meta = restored.meta
+        replica = self._redundant(plan)
         try:
             if meta is None:
-                journal.recover(restored=False)
+                journal.recover(restored=False, replica=replica)
             else:
-                journal.recover(True, meta.input_log, meta.input_position)
+                journal.recover(True, meta.input_log, meta.input_position, replica=replica)
         except Exception:  # an unreadable log must not keep the plan from running either
             log.exception(
                 "plan %s: its input log cannot be replayed; it runs on from its snapshot", plan.name
@@ -245,7 +246,7 @@ class PlanManager:
     def _recover_log(journal: PlanJournal) -> None:
         """A redundant plan without snapshots starts from its whole input log, if it has it."""
         try:
-            journal.recover(restored=False)
+            journal.recover(restored=False, replica=True)
         except Exception:
             log.exception("plan %s: its input log cannot be replayed; it starts empty", journal.plan)
 
