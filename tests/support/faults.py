@@ -38,7 +38,8 @@ EVERY = 0.02  # seconds between two samples of one series
 
 
 class Rig:
-    def __init__(self, tmp: Path, registry: str, sink: str) -> None:
+    def __init__(self, tmp: Path, registry: str, sink: str, mode: str = "failover") -> None:
+        self.mode = mode  # the plan's ha_mode, and how the client sends
         self.registry = registry
         self.sink = sink
         self.seed = random.randrange(1 << 30)
@@ -52,7 +53,7 @@ class Rig:
         ]
         self.pair.advertise([p.address for p in self.cluster_proxies])
         (tmp / "doc").mkdir()
-        provision(self.pair.nodes[0], tmp / "doc", proxied(sink, self.sink_proxy), redundant="failover")
+        provision(self.pair.nodes[0], tmp / "doc", proxied(sink, self.sink_proxy), redundant=mode)
         self.proxies = [*self.registry_proxies, self.sink_proxy, *self.cluster_proxies]
         self.feeder: ClusterFeeder | None = None
         self.watch: Watch | None = None
@@ -97,7 +98,9 @@ class Rig:
         return self.nodes[1 - self.nodes.index(node)]
 
     def feed(self, first: NodeProcess) -> ClusterFeeder:
-        self.feeder = ClusterFeeder(self.pair, self.plan_input, self.base, first=self.nodes.index(first))
+        self.feeder = ClusterFeeder(
+            self.pair, self.plan_input, self.base, self.mode, first=self.nodes.index(first)
+        )
         self.feeder.start()
         return self.feeder
 
