@@ -105,8 +105,8 @@ def run_faults(
         states = [(plan_status(n), n.health()["adapters"]) for n in pair.nodes]
     finally:
         pair.stop()
-    where = f"seed {seed}, {sent} readings (at the end: {states})"
-    assert_exact(sink, plan_input[:sent], base, where)
+    where = f"seed {seed}, {sent} readings"
+    assert_exact(sink, plan_input[:sent], base, f"{where} (at the end: {states})")
     return Faults(where, takeovers, gaps, feeder.resent)
 
 
