@@ -291,6 +291,13 @@ def _validate(cfg: Config) -> None:
     if not 0 < c.heartbeat_ms < c.suspect_ms < c.dead_ms:
         msg = "cluster needs 0 < heartbeat_ms < suspect_ms < dead_ms"
         raise ConfigError(msg)
+    loopback = ("127.", "localhost", "::1", "[::1]")
+    if c.wka and not c.advertise and not all(a.startswith(loopback) for a in c.wka):
+        msg = (
+            "cluster.advertise must say where the other members reach this one (host:port) when "
+            "cluster.wka lists members on other hosts"
+        )
+        raise ConfigError(msg)
     if c.wka and len(c.secret) < 16:
         msg = (
             "cluster.secret must be set (16 characters or more, the same on every member) when "

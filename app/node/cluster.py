@@ -28,8 +28,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from adapters.output.rdbms.epoch_fence import EpochFence
+from adapters.output.throttle import Throttle
 from app.node.gate import OutputGate
-from app.node.journal import NotLeading, PlanJournal
+from app.node.journal import BundleFailed, NotLeading, PlanJournal
 from app.node.peers import Connection, Header, PeerClosed, PeerError, PeerServer, connect
 from app.node.replication import Follower, Sequencer
 from app.node.resends import DirectCopies, Resends
@@ -234,15 +235,16 @@ class Cluster:
     # ---- roles -----------------------------------------------------------------------------------
 
     def _roles(self) -> None:
-        period = min(self.settings.timing.renew_ms / 1000 / 2, 0.05)
-        while not self._stop.wait(period):
-            with self._lock:
-                plans = list(self._plans.values())
-            for plan in plans:
-                try:
-                    self._decide(plan)
-                except Exception:
-                    log.exception("plan %s: the role loop failed", plan.name)
+        self._forever(min(self.settings.timing.renew_ms / 1000 / 2, 0.05), self._role_round, "the role loop")
+
+    def _role_round(self) -> None:
+        with self._lock:
+            plans = list(self._plans.values())
+        for plan in plans:
+            try:
+                self._decide(plan)
+            except Exception:
+                log.exception("plan %s: the role loop failed", plan.name)
 
     def _decide(self, plan: _Plan) -> None:
         now = time.monotonic()
@@ -292,6 +294,8 @@ class Cluster:
             log.info("plan %s: notifier role handed to %s", plan.name, ", ".join(others))
             return
         holds = plan.role.holder.holds(time.monotonic())
+        if holds and plan.epoch and plan.role.holder.epoch != plan.epoch:
+            self._step_down(plan)  # granted anew under another epoch (it had expired): a new term
         if holds and not plan.epoch:
             self._take_over(plan)
         elif not holds and plan.epoch:
@@ -407,21 +411,23 @@ class Cluster:
                 log.debug("cluster: registry unreachable for the members' rows: %s", exc)
 
     def _watermarks(self) -> None:
+        self._forever(0.2, self._watermark_round, "reporting delivered outputs")
+
+    def _watermark_round(self) -> None:
         """Tell the standbys which outputs are written, so they forget them. A flush also ends
         when the fence refused records: then nothing is reported this round (the next
         notifier delivers them from what it holds)."""
-        while not self._stop.wait(0.2):
-            with self._lock:
-                leading = [(p, p.sequencer, p.gate.released) for p in self._plans.values() if p.sequencer]
-            if not leading:
-                continue
-            fenced = self._fenced()
-            if not self._flush(2.0) or self._fenced() != fenced:
-                continue
-            for plan, sequencer, released in leading:
-                if plan.sequencer is sequencer:
-                    plan.gate.trim(released)
-                    sequencer.delivered(released)
+        with self._lock:
+            leading = [(p, p.sequencer, p.gate.released) for p in self._plans.values() if p.sequencer]
+        if not leading:
+            return
+        fenced = self._fenced()
+        if not self._flush(2.0) or self._fenced() != fenced:
+            return
+        for plan, sequencer, released in leading:
+            if plan.sequencer is sequencer:
+                plan.gate.trim(released)
+                sequencer.delivered(released)
 
     # ---- relaying bundles to the notifier ------------------------------------------------------
 
@@ -456,7 +462,7 @@ class Cluster:
                 connection = self._relays[address] = connect(address, self.me, "relay", self.settings.secret)
             try:
                 connection.send({"t": "events", "plan": plan}, body)
-                answer, _ = connection.recv(64 * 1024)
+                answer, _ = connection.recv(64 * 1024, timeout=RELAY_WAIT_SECONDS)
             except PeerError:
                 connection.close()
                 raise
@@ -466,21 +472,34 @@ class Cluster:
     # ---- heartbeats ----------------------------------------------------------------------------
 
     def _heartbeats(self) -> None:
-        while not self._stop.is_set():
-            now = time.monotonic()
-            targets = set(self.settings.wka)
-            for member in self.membership.targets(now):
-                address = self._addresses.get(member)
-                if address is not None:
-                    targets.add(address)
-            targets.discard(self.settings.advertise)
-            for address in targets:
-                link = self._links.get(address)
-                if link is None or not link.is_alive():
-                    link = threading.Thread(target=self._link, args=(address,), daemon=True)
-                    self._links[address] = link
-                    link.start()
-            self._stop.wait(self.settings.timeouts.heartbeat_ms / 1000)
+        self._forever(self.settings.timeouts.heartbeat_ms / 1000, self._heartbeat_round, "heartbeats")
+
+    def _heartbeat_round(self) -> None:
+        now = time.monotonic()
+        targets = set(self.settings.wka)
+        for member in self.membership.targets(now):
+            address = self._addresses.get(member)
+            if address is not None:
+                targets.add(address)
+        targets.discard(self.settings.advertise)
+        for address in targets:
+            link = self._links.get(address)
+            if link is None or not link.is_alive():
+                link = threading.Thread(target=self._link, args=(address,), daemon=True)
+                self._links[address] = link
+                link.start()
+
+    def _forever(self, period: float, step: Callable[[], object], what: str) -> None:
+        """Run `step` every `period` s until stopped; a failure is logged (at most every 10 s)
+        and the loop goes on: a background duty that dies silently would look like a dead node."""
+        failures = Throttle(10.0)
+        while not self._stop.wait(period):
+            try:
+                step()
+            except Exception:
+                allowed, held = failures.allow()
+                if allowed:
+                    log.exception("cluster: %s failed%s", what, f" ({held} more not shown)" if held else "")
 
     def _link(self, address: str) -> None:
         """Heartbeats to the member at `address` until the connection fails (a new link follows)."""
@@ -567,7 +586,11 @@ class Cluster:
                 if not isinstance(record, Events):
                     msg = "a relayed record must be events"
                     raise CEPError(msg)
-                position = plan.journal.send(record.stream, record.rows, record.timestamps)
+                try:
+                    position = plan.journal.send(record.stream, record.rows, record.timestamps)
+                except BundleFailed as exc:  # taken (and failed as a replay will): not to be sent again
+                    log.error("plan %s failed on relayed events: %s", plan.name, exc)
+                    position = exc.position
                 plan.journal.durable(position)
             except CEPError as exc:
                 connection.send({"t": "refused", "why": str(exc)})

@@ -22,7 +22,7 @@ from typing import Any
 
 from adapters.thrift import Column, WireEvent, WireEvents
 from adapters.wording import counted
-from app.node.journal import NotLeading, PlanJournal, wall_ms
+from app.node.journal import BundleFailed, NotLeading, PlanJournal, wall_ms
 from app.persistence.errors import InputLogError
 from engine import Runtime
 
@@ -174,6 +174,18 @@ class Ingress:
             except (InputLogError, NotLeading) as exc:  # not logged, so not processed: refuse the bundle
                 refused = exc
                 log.error("plan %s refused %s: %s", binding.plan, counted(len(rows), "event"), exc)
+            except BundleFailed as exc:  # logged, and failed as a replay will: durable all the same
+                assert journal is not None
+                logged.append((journal, exc.position))
+                with self._stats_lock:
+                    self._stats.failed += len(rows)
+                log.error(
+                    "plan %s failed on %s of %s: %s",
+                    binding.plan,
+                    counted(len(rows), "event"),
+                    binding.stream,
+                    exc,
+                )
             except Exception:
                 replacement = None if journal is not None else self._redeployed(binding)
                 if replacement is not None:  # (a journal hands a bundle to the new runtime itself)

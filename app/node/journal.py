@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 PROGRESS_SECONDS = 5.0
 ROOM_PER_EVENT = 4096  # bytes a bundle's record is assumed to need per event, at most
 ROOM_PER_BUNDLE = 64 * 1024
+MAX_UNSETTLED = 100_000  # positions whose settling is remembered (each is settled once, soon)
 
 
 def wall_ms() -> int:
@@ -88,6 +89,16 @@ class NotLeading(CEPError):
     """A record came from a sequencer this journal does not follow, or out of order."""
 
 
+class BundleFailed(CEPError):
+    """The plan raised while processing a bundle that is logged at `position` (a replay meets
+    the same error there): the bundle is taken, and must still be made `durable`."""
+
+    def __init__(self, position: int, error: Exception) -> None:
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.position = position
+        self.error = error
+
+
 class PlanJournal:
     """The input log and clock of one plan; its `runtime` is set (and switched on redeploy) by
     the plan manager. Thread-safe."""
@@ -107,6 +118,7 @@ class PlanJournal:
         self.replicas: Replicas | None = None
         self.relay: Relay | None = None
         self.term = 0  # the lease epoch of the sequencer of the newest record (0: not replicated)
+        self._settlers: dict[int, Replicas] = {}  # position → the standbys of the term that sequenced it
         self.resends: Resends | None = None  # a redundant plan's: bundles a takeover made clients resend
         self.copies: DirectCopies | None = None  # full-active-active: a standby's own copies of bundles
         first, last = input_log.bounds(plan)
@@ -175,8 +187,14 @@ class PlanJournal:
         position = self._log.append(self.plan, payload, wait=False)
         self.clock.now = at
         self.position = position
+        if self.replicas is not None:
+            self._settlers[position] = self.replicas
+            while len(self._settlers) > MAX_UNSETTLED:
+                del self._settlers[next(iter(self._settlers))]
         try:
             self._process(lambda runtime: runtime.send(stream, rows, ts))
+        except Exception as exc:  # logged: it must still be settled before it is acknowledged
+            raise BundleFailed(position, exc) from exc
         finally:
             if self.replicas is not None:
                 self.replicas.appended(position, payload)
@@ -206,15 +224,16 @@ class PlanJournal:
             position = self._log.append(self.plan, payload)
             self.clock.now = now
             self.position = position
+            replicas = self.replicas
             try:
                 self._process(lambda r: r.tick())
             finally:
-                if self.replicas is not None:
-                    self.replicas.appended(position, payload)
+                if replicas is not None:
+                    replicas.appended(position, payload)
             due = self._runtime().next_timer()
-        if self.replicas is not None:
+        if replicas is not None:
             try:
-                self.replicas.settle(position)
+                replicas.settle(position)
             except NotLeading:
                 pass  # a tick is no one's bundle: the next notifier's clock fires the timers
         return due
@@ -229,7 +248,7 @@ class PlanJournal:
         (and, leading a redundant plan, held by its standbys). Position 0: relayed, nothing to do."""
         if position:
             self._log.durable(self.plan, position)
-            replicas = self.replicas
+            replicas = self._settlers.get(position)  # the standbys of the term that sequenced it
             if replicas is not None:
                 replicas.settle(position)
 

@@ -9,7 +9,7 @@ Every connection starts with a mutual challenge-response on the cluster's shared
 a nonce); the accepting side answers with its own nonce and an HMAC-SHA256 over both nonces,
 its name and the purpose; the connecting side proves itself the same way. Nothing else is
 read before that, frames before it are at most `HANDSHAKE_BYTES`, and it must finish within
-`HANDSHAKE_SECONDS`: a client without the secret costs the node one short-lived socket.
+`HANDSHAKE_SECONDS` in all: a client without the secret costs the node one short-lived socket.
 The secret authenticates peers; it does not encrypt: run the cluster port on a private network.
 
 Imports nothing of ours but `engine.errors`.
@@ -25,6 +25,7 @@ import os
 import socket
 import struct
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -36,6 +37,7 @@ HANDSHAKE_BYTES = 4096
 HANDSHAKE_SECONDS = 3.0
 MAX_MESSAGE_BYTES = 512 * 1024 * 1024  # a snapshot travels in one message
 MAX_HANDSHAKES = 16  # connections authenticating at once; more are closed at once
+SEND_SECONDS = 5  # a send that cannot go on for this long fails the connection
 _FRAME = struct.Struct(">II")
 
 Header = dict[str, Any]
@@ -78,8 +80,9 @@ class Connection:
             msg = f"cannot send to {self.peer}: {exc.strerror or exc}"
             raise PeerError(msg) from None
 
-    def recv(self, limit: int = MAX_MESSAGE_BYTES) -> tuple[Header, bytes]:
-        return _recv(self.sock, self.peer, limit)
+    def recv(self, limit: int = MAX_MESSAGE_BYTES, timeout: float | None = None) -> tuple[Header, bytes]:
+        """The next message; `PeerError` if none came within `timeout` s (None: wait)."""
+        return _recv(self.sock, self.peer, limit, None if timeout is None else time.monotonic() + timeout)
 
     def close(self) -> None:
         if self._closed:
@@ -96,9 +99,15 @@ class Connection:
         return self._closed
 
 
-def _recv_exact(sock: socket.socket, n: int, peer: str) -> bytes:
+def _recv_exact(sock: socket.socket, n: int, peer: str, deadline: float | None) -> bytes:
     chunks: list[bytes] = []
     while n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                msg = f"{peer} sent nothing in time"
+                raise PeerError(msg)
+            sock.settimeout(left)
         try:
             chunk = sock.recv(min(n, 1 << 20))
         except TimeoutError:
@@ -112,15 +121,17 @@ def _recv_exact(sock: socket.socket, n: int, peer: str) -> bytes:
             raise PeerClosed(msg)
         chunks.append(chunk)
         n -= len(chunk)
+    if deadline is not None:
+        sock.settimeout(None)
     return b"".join(chunks)
 
 
-def _recv(sock: socket.socket, peer: str, limit: int) -> tuple[Header, bytes]:
-    size, header_size = _FRAME.unpack(_recv_exact(sock, _FRAME.size, peer))
+def _recv(sock: socket.socket, peer: str, limit: int, deadline: float | None = None) -> tuple[Header, bytes]:
+    size, header_size = _FRAME.unpack(_recv_exact(sock, _FRAME.size, peer, deadline))
     if size > limit or header_size > size - 4:
         msg = f"{peer} sent a message of {size} bytes (at most {limit} here)"
         raise PeerError(msg)
-    data = _recv_exact(sock, size - 4, peer)
+    data = _recv_exact(sock, size - 4, peer, deadline)
     try:
         header = json.loads(data[:header_size])
     except ValueError as exc:
@@ -148,25 +159,35 @@ def connect(address: str, me: str, purpose: str, secret: bytes, timeout: float =
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.settimeout(HANDSHAKE_SECONDS)
+        deadline = time.monotonic() + HANDSHAKE_SECONDS
         mine = os.urandom(16).hex()
         probe = Connection(sock, address, purpose)
         probe.send({"t": "hello", "name": me, "purpose": purpose, "nonce": mine})
-        answer, _ = _recv(sock, address, HANDSHAKE_BYTES)
+        answer, _ = _recv(sock, address, HANDSHAKE_BYTES, deadline)
         theirs, peer = str(answer.get("nonce", "")), str(answer.get("name", ""))
         expected = _proof(secret, "accepting", mine, theirs, peer, purpose)
         if answer.get("t") != "challenge" or not hmac.compare_digest(str(answer.get("proof", "")), expected):
             msg = f"cluster member {address} did not prove it knows the cluster secret"
             raise PeerError(msg)
         probe.send({"t": "proof", "proof": _proof(secret, "connecting", theirs, mine, me, purpose)})
-        ready, _ = _recv(sock, address, HANDSHAKE_BYTES)
+        ready, _ = _recv(sock, address, HANDSHAKE_BYTES, deadline)
         if ready.get("t") != "welcome":
             msg = f"cluster member {address} refused this node: {ready.get('why', 'no reason given')}"
             raise PeerError(msg)
-        sock.settimeout(None)
-        return Connection(sock, peer, purpose)
+        return _established(sock, peer, purpose)
     except BaseException:
         sock.close()
         raise
+
+
+def _established(sock: socket.socket, peer: str, purpose: str) -> Connection:
+    """An authenticated connection: reads wait as long as they must (the caller bounds them where
+    it needs to), but a send to a peer that stopped reading fails after `SEND_SECONDS` instead of
+    blocking its caller (and the locks it holds) for good."""
+    sock.settimeout(None)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", SEND_SECONDS, 0))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    return Connection(sock, peer, purpose)
 
 
 class PeerServer:
@@ -234,8 +255,8 @@ class PeerServer:
 
     def _handshake(self, sock: socket.socket, address: str) -> Connection:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.settimeout(HANDSHAKE_SECONDS)
-        hello, _ = _recv(sock, address, HANDSHAKE_BYTES)
+        deadline = time.monotonic() + HANDSHAKE_SECONDS  # for the whole handshake, not per read
+        hello, _ = _recv(sock, address, HANDSHAKE_BYTES, deadline)
         if hello.get("t") != "hello":
             msg = "it did not start with hello"
             raise PeerError(msg)
@@ -244,12 +265,11 @@ class PeerServer:
         probe = Connection(sock, address, purpose)
         proof = _proof(self._secret, "accepting", theirs, mine, self.me, purpose)
         probe.send({"t": "challenge", "name": self.me, "nonce": mine, "proof": proof})
-        answer, _ = _recv(sock, address, HANDSHAKE_BYTES)
+        answer, _ = _recv(sock, address, HANDSHAKE_BYTES, deadline)
         expected = _proof(self._secret, "connecting", mine, theirs, peer, purpose)
         if answer.get("t") != "proof" or not hmac.compare_digest(str(answer.get("proof", "")), expected):
             probe.send({"t": "refused", "why": "wrong cluster secret"})
             msg = f"{peer or 'a client'} did not prove it knows the cluster secret"
             raise PeerError(msg)
         probe.send({"t": "welcome"})
-        sock.settimeout(None)
-        return Connection(sock, peer, purpose)
+        return _established(sock, peer, purpose)

@@ -93,7 +93,7 @@ class Sequencer:
         self._subscribers: list[_Subscriber] = []
         self._acks = threading.Condition()
         self._closed = False
-        self._final: dict[int, int] = {}  # at close: what each standby in sync had acknowledged
+        self._final: list[int] = []  # at close: what each standby in sync had acknowledged
 
     # ---- the journal's side (Replicas) ------------------------------------------------------
 
@@ -113,7 +113,7 @@ class Sequencer:
         with self._acks:
             while True:
                 if self._closed:
-                    if any(acked < position for acked in self._final.values()):
+                    if not self._final or any(acked < position for acked in self._final):
                         msg = f"plan {self.journal.plan}: this node stopped notifying before its standbys held the bundle"
                         raise NotLeading(msg)  # not acknowledged: the client sends it again
                     return
@@ -163,7 +163,7 @@ class Sequencer:
         A bundle whose `settle` has not returned yet is acknowledged only if every standby in
         sync already held it: the others are refused, and their clients send them again."""
         with self._acks:
-            self._final = {id(s): s.acked for s in self._subscribers if s.in_sync}
+            self._final = [s.acked for s in self._subscribers if s.in_sync]
             self._closed = True
         for sub in list(self._subscribers):
             sub.gone = True
@@ -195,7 +195,8 @@ class Sequencer:
             header["clock"] = journal.clock.now
             recent = [] if resume else journal.recent()
             sub = _Subscriber(connection, journal.position)
-            self._subscribers.append(sub)
+            with self._acks:
+                self._subscribers = [*self._subscribers, sub]
         try:
             if state is None:
                 connection.send({"t": "resume", **header})
@@ -226,8 +227,8 @@ class Sequencer:
             sub.gone = True
             with sub.wakeup:
                 sub.wakeup.notify_all()
-            self._subscribers = [s for s in self._subscribers if s is not sub]
             with self._acks:
+                self._subscribers = [s for s in self._subscribers if s is not sub]
                 self._acks.notify_all()
 
     def _send_loop(self, sub: _Subscriber) -> None:
@@ -297,17 +298,18 @@ class Follower:
                 self._stop.wait(0.05)
                 continue
             try:
-                self._follow(address)
+                self._follow(address)  # returned: stopped, or that member is not the notifier (yet)
             except PeerClosed:
-                pass
-            except (PeerError, InputLogError) as exc:
-                log.warning("plan %s: following the notifier at %s: %s", self.journal.plan, address, exc)
-            except Exception:
-                log.exception("plan %s: following the notifier at %s failed", self.journal.plan, address)
+                # closed in order by the notifier's process (it died or stopped): if this standby
+                # was live, it holds everything the notifier acknowledged, and may take over
+                self.ended_live = self.live
+            except Exception as exc:  # a reset or failed connection, or a record it could not apply
                 self.ended_live = False
+                if isinstance(exc, (PeerError, InputLogError)):
+                    log.warning("plan %s: following the notifier at %s: %s", self.journal.plan, address, exc)
+                else:
+                    log.exception("plan %s: following the notifier at %s failed", self.journal.plan, address)
             finally:
-                if self.live:
-                    self.ended_live = True
                 self.live = False
                 connection, self._connection = self._connection, None
                 if connection is not None:
@@ -357,6 +359,6 @@ class Follower:
             elif kind == "not_notifier":
                 return
             elif kind == "dropped":
-                self.live = False
+                self.live = self.ended_live = False
                 log.warning("plan %s: the notifier dropped this standby: %s", journal.plan, header.get("why"))
                 return

@@ -55,7 +55,13 @@ class RegistryLeases:
                 sa.update(t)
                 .where(c.plan == plan, sa.or_(c.holder == node, c.expires_ms <= now))
                 .ordered_values(  # MySQL assigns left to right, reading the new holder after its SET
-                    (c.epoch, sa.case((c.holder == node, c.epoch), else_=c.epoch + 1)),
+                    # a renewal keeps the epoch; any other grant, even of an expired lease to its
+                    # last holder, starts a new one (a new term: what it sequenced before may be
+                    # lost, so nothing of it may pass for this term's)
+                    (
+                        c.epoch,
+                        sa.case((sa.and_(c.holder == node, c.expires_ms > now), c.epoch), else_=c.epoch + 1),
+                    ),
                     (c.holder, node),
                     (c.expires_ms, now + ttl_ms),
                 )

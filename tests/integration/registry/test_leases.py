@@ -79,3 +79,12 @@ def test_a_dead_holders_lease_is_taken_over_before_it_expires_once_with_a_new_ep
     assert leases.acquire("pizza", "node-a", ttl_ms=60_000).holder == "node-b"  # it came back: too late
     fresh = leases.take_over("never", "node-b", 60_000, dead="node-a", epoch=1)
     assert (fresh.holder, fresh.epoch) == ("node-b", 1)
+
+
+def test_a_lease_granted_again_to_its_holder_after_it_expired_has_a_new_epoch(registry: Registry) -> None:
+    leases = RegistryLeases(registry)
+    assert leases.acquire("pizza", "node-a", ttl_ms=200).epoch == 1
+    time.sleep(0.4)
+    again = leases.acquire("pizza", "node-a", ttl_ms=60_000)
+    assert (again.holder, again.epoch) == ("node-a", 2)  # a new term, not a renewal
+    assert leases.acquire("pizza", "node-a", ttl_ms=60_000).epoch == 2

@@ -53,3 +53,21 @@ def test_http_limits_from_the_environment() -> None:
 def test_http_limit_must_be_positive(key: str) -> None:
     with pytest.raises(ConfigError, match=f"^http.{key} must be positive$"):
         load(env={}, overrides={"http": {key: 0}})
+
+
+def test_a_cluster_needs_a_secret_and_on_several_hosts_an_advertised_address() -> None:
+    secret = "s" * 16
+    with pytest.raises(ConfigError, match="cluster.secret must be set"):
+        load(None, env={}, overrides={"cluster": {"wka": ["127.0.0.1:4000"]}})
+    with pytest.raises(ConfigError, match="cluster.advertise must say where"):
+        load(
+            None, env={}, overrides={"cluster": {"wka": ["10.0.0.1:4000", "10.0.0.2:4000"], "secret": secret}}
+        )
+    cfg = load(
+        None,
+        env={},
+        overrides={"cluster": {"wka": ["10.0.0.1:4000"], "advertise": "10.0.0.2:4000", "secret": secret}},
+    )
+    assert cfg.cluster_address == "10.0.0.2:4000"
+    local = load(None, env={}, overrides={"cluster": {"wka": ["127.0.0.1:4000"], "secret": secret}})
+    assert local.cluster_address == "127.0.0.1:4000"

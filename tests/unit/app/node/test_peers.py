@@ -80,3 +80,20 @@ def test_a_silent_client_is_dropped_after_the_handshake_timeout(
         started = time.monotonic()
         assert raw.recv(100) == b""
         assert 2.0 < time.monotonic() - started < 8.0
+
+
+def test_a_client_trickling_bytes_is_cut_off_when_the_whole_handshake_is_due(
+    server: tuple[PeerServer, queue.Queue],  # type: ignore[type-arg]
+) -> None:
+    made, _ = server
+    with socket.create_connection(("127.0.0.1", made.port)) as raw:
+        started = time.monotonic()
+        raw.sendall(struct.pack(">II", 200, 150))
+        try:
+            for _ in range(20):  # one byte every half second would keep a per-read timeout happy
+                raw.sendall(b"x")
+                time.sleep(0.5)
+        except OSError:
+            pass
+        assert closed_without_answer(raw)
+        assert time.monotonic() - started < 6.0
