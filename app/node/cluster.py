@@ -46,6 +46,7 @@ from ha.roles import Action, PlanRole, Role
 log = logging.getLogger(__name__)
 
 RELAY_WAIT_SECONDS = 5.0  # how long a bundle for a plan without a reachable notifier waits for one
+WATERMARK_FLUSH_SECONDS = 30.0  # a sink behind by seconds delays the report, it must not stop it
 
 
 @dataclass(frozen=True)
@@ -422,7 +423,7 @@ class Cluster:
         if not leading:
             return
         fenced = self._fenced()
-        if not self._flush(2.0) or self._fenced() != fenced:
+        if not self._flush(WATERMARK_FLUSH_SECONDS) or self._fenced() != fenced:
             return
         for plan, sequencer, released in leading:
             if plan.sequencer is sequencer:
@@ -462,7 +463,8 @@ class Cluster:
                 connection = self._relays[address] = connect(address, self.me, "relay", self.settings.secret)
             try:
                 connection.send({"t": "events", "plan": plan}, body)
-                answer, _ = connection.recv(64 * 1024, timeout=RELAY_WAIT_SECONDS)
+                # no timeout: a bundle the notifier took late (a partition healing) must not be sent again
+                answer, _ = connection.recv(64 * 1024)
             except PeerError:
                 connection.close()
                 raise

@@ -299,13 +299,15 @@ class Follower:
                 continue
             try:
                 self._follow(address)  # returned: stopped, or that member is not the notifier (yet)
-            except PeerClosed:
-                # closed in order by the notifier's process (it died or stopped): if this standby
-                # was live, it holds everything the notifier acknowledged, and may take over
+            except PeerError as exc:
+                # the subscription ended (the notifier died, stopped, or the network failed): if
+                # it was live, this standby holds everything the notifier acknowledged
                 self.ended_live = self.live
-            except Exception as exc:  # a reset or failed connection, or a record it could not apply
+                if not isinstance(exc, PeerClosed):
+                    log.warning("plan %s: following the notifier at %s: %s", self.journal.plan, address, exc)
+            except Exception as exc:  # a record it could not apply: it has a gap
                 self.ended_live = False
-                if isinstance(exc, (PeerError, InputLogError)):
+                if isinstance(exc, InputLogError):
                     log.warning("plan %s: following the notifier at %s: %s", self.journal.plan, address, exc)
                 else:
                     log.exception("plan %s: following the notifier at %s failed", self.journal.plan, address)
