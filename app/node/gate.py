@@ -121,8 +121,8 @@ class OutputGate:
             position, stream_id, events, where = item
             self._sent.append(item)  # counted in `held` until known written
             n += len(events)
-            self.released = max(self.released, position)
             self._emit(stream_id, events, (self.plan, where), self.fence)
+            self.released = max(self.released, position)  # read without the lock: only once published
         if through is not None:
             self.released = max(self.released, through)
         return n

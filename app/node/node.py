@@ -158,7 +158,8 @@ class Node:
             emit=self.outputs.emit,
             install=lambda name, blob: self.plans.replace_state(name, blob),
             flush=self.outputs.flush,
-            fenced=lambda: sum(s.fenced for s in self.outputs.stats().values()),
+            # records that may not reach the sink: refused by a fence, or dropped from a full buffer
+            fenced=lambda: sum(s.fenced + s.overflow + s.abandoned for s in self.outputs.stats().values()),
         )
 
     # ---- start -------------------------------------------------------------------------------
