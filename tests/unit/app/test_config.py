@@ -1,4 +1,4 @@
-"""`app.config`: the `[http]` limits load from the file and the environment and are checked."""
+"""`app.config`: the `[http]` limits and `[adapters]` defaults load from the file and the environment and are checked."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ import pytest
 
 from app.config import load
 from app.node.node import http_limits, login_throttle
+from app.node.outputs import with_defaults
+from app.registry import OutputAdapter
 from engine.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[3]
 
 
-@pytest.mark.parametrize("name", ["http", "login"])
+@pytest.mark.parametrize("name", ["http", "login", "adapters"])
 def test_shipped_config_documents_every_key_of_the_section(name: str) -> None:
     shipped = load(REPO / "conf" / "cepheus.toml", env={})
     assert getattr(shipped, name) == getattr(load(env={}), name)
@@ -53,3 +55,11 @@ def test_http_limits_from_the_environment() -> None:
 def test_http_limit_must_be_positive(key: str) -> None:
     with pytest.raises(ConfigError, match=f"^http.{key} must be positive$"):
         load(env={}, overrides={"http": {key: 0}})
+
+
+def test_adapters_linger_reaches_the_adapters_as_their_default_and_is_bounded() -> None:
+    cfg = load(env={"CEPHEUS__ADAPTERS__LINGER_MS": "2.5"})
+    entry = OutputAdapter(name="out", type="rdbms", config={"datasource": "db", "table": "t"})
+    assert with_defaults(entry, cfg.adapters)["linger_ms"] == 2.5
+    with pytest.raises(ConfigError, match=r"^adapters.linger_ms must be from 0 to 1000$"):
+        load(env={}, overrides={"adapters": {"linger_ms": 1001}})
