@@ -99,6 +99,7 @@ class Login:
 class Adapters:
     buffer_events: int = 100_000  # events an output adapter holds while its target is down
     batch_events: int = 500
+    linger_ms: float = 5.0  # under a steady stream, how long a writer waits for a full batch
     retry_initial_ms: int = 100
     retry_max_ms: int = 10_000
     stop_timeout_seconds: float = 30.0  # how long stopping waits for an adapter to deliver its buffer
@@ -338,6 +339,9 @@ def _validate(cfg: Config) -> None:
         raise ConfigError(msg)
     if cfg.adapters.buffer_events <= 0 or cfg.adapters.batch_events <= 0:
         msg = "adapters.buffer_events and adapters.batch_events must be positive"
+        raise ConfigError(msg)
+    if not 0 <= cfg.adapters.linger_ms <= 1000:
+        msg = "adapters.linger_ms must be from 0 to 1000"
         raise ConfigError(msg)
     t = cfg.thrift
     for key in ("max_connections", "max_tls_connections", "max_connections_per_address"):

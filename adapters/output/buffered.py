@@ -9,6 +9,11 @@ owns the rest:
 * one writer thread taking batches of up to `batch_events` records (records published
   with different fences never share a batch); a record leaves the buffer only once its
   batch is resolved, so the bound covers everything not yet written;
+* under a steady stream (records arrived while the last batch was being written) the writer
+  waits up to `linger_ms` for a full batch before it takes a smaller one: every batch costs
+  the target a transaction and this process the Python around it, and records that trickle
+  in while a write is under way would otherwise make many small ones. A writer that was idle
+  takes what arrived at once, so a quiet adapter adds no latency;
 * `RetryLater` from the subclass (target down): keep the batch, wait with exponential
   backoff from `retry_initial_ms` up to `retry_max_ms`, try again — nothing is lost while
   the buffer holds;
@@ -43,6 +48,7 @@ from formatters.config import Settings
 
 log = logging.getLogger(__name__)
 
+MAX_LINGER_MS = 1000.0  # a linger is a wait for a fuller batch, not a flush interval
 _Item = tuple[int, Any, "Fence | None", "Origin | None"]  # (sequence number, record, fence, origin)
 
 
@@ -64,6 +70,7 @@ class Buffering:
 
     buffer_events: int = 100_000
     batch_events: int = 500
+    linger_ms: float = 5.0  # under a steady stream, how long to wait for a full batch
     retry_initial_ms: int = 100
     retry_max_ms: int = 10_000
     overflow_log_seconds: float = 10.0
@@ -74,10 +81,13 @@ class Buffering:
         value = cls(
             buffer_events=settings.integer("buffer_events", d.buffer_events, minimum=1),
             batch_events=settings.integer("batch_events", d.batch_events, minimum=1),
+            linger_ms=settings.number("linger_ms", d.linger_ms, minimum=0),
             retry_initial_ms=settings.integer("retry_initial_ms", d.retry_initial_ms, minimum=1),
             retry_max_ms=settings.integer("retry_max_ms", d.retry_max_ms, minimum=1),
             overflow_log_seconds=settings.number("overflow_log_seconds", d.overflow_log_seconds, minimum=0),
         )
+        if value.linger_ms > MAX_LINGER_MS:
+            settings.fail("linger_ms", f"must be at most {MAX_LINGER_MS}, got {value.linger_ms:g}")
         if value.retry_max_ms < value.retry_initial_ms:
             settings.fail("retry_max_ms", f"must be at least retry_initial_ms ({value.retry_initial_ms})")
         return value
@@ -103,6 +113,7 @@ class BufferedAdapter:
         self._seq = 0  # sequence number of the last accepted record
         self._resolved = 0  # every record up to this number is no longer pending
         self._isolate_through = 0  # records up to this number are written one at a time
+        self._streaming = False  # records arrived while the last batch was written
         self._counts = {
             k: 0 for k in ("published", "written", "overflow", "rejected", "fenced", "skipped", "abandoned")
         }
@@ -169,7 +180,8 @@ class BufferedAdapter:
             if self._closing:
                 msg = f"adapter {self.name} has been stopped; records can no longer be published"
                 raise AdapterStopped(msg)
-            accepted = min(len(records), self.buffering.buffer_events - len(self._buffer))
+            before = len(self._buffer)
+            accepted = min(len(records), self.buffering.buffer_events - before)
             if listed is None:
                 for record in itertools.islice(records, accepted):
                     self._seq += 1
@@ -182,7 +194,10 @@ class BufferedAdapter:
             self._counts["published"] += accepted
             self._counts["overflow"] += refused
             total_refused = self._counts["overflow"]
-            if accepted:
+            # the writer waits for a first record, or lingers for a full batch: wake it for those
+            # only (flush and stop wait for records to be resolved, not published)
+            batch = self.buffering.batch_events
+            if accepted and (before == 0 or before < batch <= before + accepted):
                 self._cond.notify_all()
         if refused:
             allowed, held = self._overflow_log.allow()
@@ -270,10 +285,23 @@ class BufferedAdapter:
             batch.append(item)
         return batch
 
+    def _linger(self) -> None:
+        """Wait (holding `_cond`) up to `linger_ms` for a full batch, unless stopping."""
+        if self.buffering.linger_ms <= 0:
+            return
+        deadline = time.monotonic() + self.buffering.linger_ms / 1000.0
+        while len(self._buffer) < self.buffering.batch_events and not self._closing:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            self._cond.wait(remaining)
+
     def _loop(self) -> None:
         failures = 0
         while True:
             with self._cond:
+                if self._streaming and self._buffer and self._buffer[0][0] > self._isolate_through:
+                    self._linger()
                 while not self._buffer and not self._closing:
                     self._cond.wait()
                 if self._abort.is_set() or not self._buffer:
@@ -379,4 +407,5 @@ class BufferedAdapter:
             for outcome, n in outcomes.items():
                 self._counts[outcome] += n
             self._resolved = batch[-1][0]
+            self._streaming = bool(self._buffer)
             self._cond.notify_all()

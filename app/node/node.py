@@ -21,6 +21,7 @@ from typing import Any
 from adapters.output.throttle import Throttle
 from adapters.thrift import DataBridgeServer, ServerSettings
 from app.config import Config, Login
+from app.node import heap
 from app.node.auth import Credentials, LoginThrottle, ThrottleSettings
 from app.node.catalog import StreamCatalog
 from app.node.cluster import Cluster, ClusterSettings
@@ -381,7 +382,9 @@ class Node:
         log.info("node %s stopped", self.config.node_id)
 
     def run_until_signalled(self) -> None:
-        """Start, serve until SIGTERM or SIGINT, then stop gracefully."""
+        """Start, serve until SIGTERM or SIGINT, then stop gracefully. The objects alive once the
+        node has started, and again after each registry change, are frozen out of the garbage
+        collector's full passes (`heap.settle`)."""
         done = threading.Event()
 
         def on_signal(signum: int, _frame: Any) -> None:
@@ -391,8 +394,12 @@ class Node:
         previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
             self.start()
+            settled = self._seen_revision
+            heap.settle()
             while not done.wait(1.0):
-                pass
+                if self._seen_revision != settled:
+                    settled = self._seen_revision
+                    heap.settle()
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)

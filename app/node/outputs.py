@@ -48,10 +48,11 @@ def origin_source(plan: str, stream_id: str, formatter: str) -> str:
     )
 
 
+_BATCHED = ("buffer_events", "batch_events", "linger_ms", "retry_initial_ms", "retry_max_ms")
 _BUFFERED = {
-    "rdbms": ("buffer_events", "batch_events", "retry_initial_ms", "retry_max_ms"),
-    "mysql": ("buffer_events", "batch_events", "retry_initial_ms", "retry_max_ms"),
-    "http": ("buffer_events", "batch_events", "retry_initial_ms", "retry_max_ms"),
+    "rdbms": _BATCHED,
+    "mysql": _BATCHED,
+    "http": _BATCHED,
     "wso2event": ("buffer_events", "retry_initial_ms", "retry_max_ms"),
 }
 

@@ -1,4 +1,4 @@
-"""`app.config`: the `[http]` limits load from the file and the environment and are checked."""
+"""`app.config`: the `[http]` limits and `[adapters]` defaults load from the file and the environment and are checked."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ import pytest
 
 from app.config import load
 from app.node.node import http_limits, login_throttle
+from app.node.outputs import with_defaults
+from app.registry import OutputAdapter
 from engine.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[3]
 
 
-@pytest.mark.parametrize("name", ["http", "login"])
+@pytest.mark.parametrize("name", ["http", "login", "adapters"])
 def test_shipped_config_documents_every_key_of_the_section(name: str) -> None:
     shipped = load(REPO / "conf" / "cepheus.toml", env={})
     assert getattr(shipped, name) == getattr(load(env={}), name)
@@ -71,3 +73,11 @@ def test_a_cluster_needs_a_secret_and_on_several_hosts_an_advertised_address() -
     assert cfg.cluster_address == "10.0.0.2:4000"
     local = load(None, env={}, overrides={"cluster": {"wka": ["127.0.0.1:4000"], "secret": secret}})
     assert local.cluster_address == "127.0.0.1:4000"
+
+
+def test_adapters_linger_reaches_the_adapters_as_their_default_and_is_bounded() -> None:
+    cfg = load(env={"CEPHEUS__ADAPTERS__LINGER_MS": "2.5"})
+    entry = OutputAdapter(name="out", type="rdbms", config={"datasource": "db", "table": "t"})
+    assert with_defaults(entry, cfg.adapters)["linger_ms"] == 2.5
+    with pytest.raises(ConfigError, match=r"^adapters.linger_ms must be from 0 to 1000$"):
+        load(env={}, overrides={"adapters": {"linger_ms": 1001}})

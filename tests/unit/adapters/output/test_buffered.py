@@ -6,14 +6,16 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
-from adapters.output import AdapterStopped, Buffering, MemoryAdapter
+from adapters.output import AdapterConfigError, AdapterStopped, Buffering, MemoryAdapter, build_adapter
+from adapters.output.base import Fence, Origin
 from adapters.output.throttle import Throttle
 
 
-def fast(**kwargs: int) -> Buffering:
+def fast(**kwargs: Any) -> Buffering:
     return Buffering(**{"retry_initial_ms": 5, "retry_max_ms": 20, **kwargs})
 
 
@@ -172,6 +174,106 @@ def test_publishing_from_many_threads_keeps_every_record(adapter: Make) -> None:
     for k in range(4):  # each producer's records stay in its order
         mine = [r for r in out.written if r // 1000 == k]
         assert mine == sorted(mine)
+
+
+class Gated(MemoryAdapter):
+    """Its first write waits for `gate`: records published meanwhile arrive during a write."""
+
+    def __init__(self, buffering: Buffering) -> None:
+        super().__init__(buffering=buffering)
+        self.gate = threading.Event()
+        self.writing = threading.Event()
+
+    def _write(self, records: list[object], fence: Fence | None, origins: list[Origin | None]) -> int:
+        if not self.writing.is_set():
+            self.writing.set()
+            assert self.gate.wait(5)
+        return super()._write(records, fence, origins)
+
+
+@pytest.fixture
+def gated() -> Iterator[Callable[..., Gated]]:
+    made: list[Gated] = []
+
+    def make(**kwargs: Any) -> Gated:
+        a = Gated(fast(**kwargs))
+        made.append(a)
+        return a
+
+    yield make
+    for a in made:
+        a.gate.set()
+        a.stop(timeout=1.0)
+
+
+def test_under_a_steady_stream_the_writer_lingers_for_a_full_batch(gated: Callable[..., Gated]) -> None:
+    out = gated(batch_events=10, linger_ms=1000)
+    out.start()
+    out.publish([0])  # an idle writer takes it at once
+    assert out.writing.wait(5)
+    out.publish([1, 2])  # arrives during that write: the writer lingers for more
+    out.gate.set()
+    time.sleep(0.05)
+    assert out.batches == [[0]]
+    out.publish(list(range(3, 11)))  # a full batch ends the linger at once
+    assert out.flush(timeout=0.5)
+    assert out.batches == [[0], list(range(1, 11))]
+
+
+def test_a_linger_ends_after_linger_ms_with_what_arrived(gated: Callable[..., Gated]) -> None:
+    out = gated(batch_events=10, linger_ms=100)
+    out.start()
+    out.publish([0])
+    assert out.writing.wait(5)
+    out.publish([1, 2])
+    started = time.monotonic()
+    out.gate.set()
+    assert out.flush(timeout=5)
+    assert time.monotonic() - started >= 0.09
+    assert out.batches == [[0], [1, 2]]
+
+
+def test_an_idle_writer_adds_no_linger(adapter: Make) -> None:
+    out = adapter(buffering=fast(batch_events=10, linger_ms=1000))
+    out.start()
+    for i in range(3):
+        started = time.monotonic()
+        out.publish([i])
+        assert out.flush(timeout=5)
+        assert time.monotonic() - started < 0.5
+    assert out.batches == [[0], [1], [2]]
+
+
+def test_without_linger_records_that_arrived_during_a_write_go_at_once(gated: Callable[..., Gated]) -> None:
+    out = gated(batch_events=10, linger_ms=0)
+    out.start()
+    out.publish([0])
+    assert out.writing.wait(5)
+    out.publish([1, 2])
+    out.gate.set()
+    assert out.flush(timeout=0.5)
+    assert out.batches == [[0], [1, 2]]
+
+
+def test_stop_ends_a_linger(gated: Callable[..., Gated]) -> None:
+    out = gated(batch_events=10, linger_ms=1000)
+    out.start()
+    out.publish([0])
+    assert out.writing.wait(5)
+    out.publish([1, 2])
+    out.gate.set()
+    started = time.monotonic()
+    assert out.stop(timeout=5)
+    assert time.monotonic() - started < 0.5
+    assert out.written == [0, 1, 2]
+
+
+@pytest.mark.parametrize("value", [-1, 1001])
+def test_linger_ms_is_from_0_to_1000(value: float) -> None:
+    config = {"url": "http://127.0.0.1:9/", "linger_ms": value}
+    with pytest.raises(AdapterConfigError, match="linger_ms") as info:
+        build_adapter("http", "out", config)
+    assert info.value.key == "linger_ms"
 
 
 def test_backoff_doubles_up_to_the_maximum() -> None:

@@ -238,7 +238,7 @@ def test_stop_flushes_and_stops_every_adapter(db: Path) -> None:
 
 # ---- with_defaults ----------------------------------------------------------------------------------
 
-DEFAULTS = Adapters(buffer_events=11, batch_events=22, retry_initial_ms=33, retry_max_ms=44)
+DEFAULTS = Adapters(buffer_events=11, batch_events=22, linger_ms=2.5, retry_initial_ms=33, retry_max_ms=44)
 
 
 def test_with_defaults_fills_buffered_adapters_keys_left_out() -> None:
@@ -248,6 +248,7 @@ def test_with_defaults_fills_buffered_adapters_keys_left_out() -> None:
         "table": "t",
         "batch_events": 5,
         "buffer_events": 11,
+        "linger_ms": 2.5,
         "retry_initial_ms": 33,
         "retry_max_ms": 44,
     }
@@ -260,6 +261,7 @@ def test_with_defaults_http_and_wso2event() -> None:
         "url": "http://127.0.0.1:1/x",
         "buffer_events": 11,
         "batch_events": 22,
+        "linger_ms": 2.5,
         "retry_initial_ms": 33,
         "retry_max_ms": 44,
     }
@@ -276,7 +278,7 @@ def test_the_defaults_reach_the_built_adapter(db: Path) -> None:
     try:
         hub.configure([table_adapter()], [], [DataSource("db", f"sqlite:///{db}")], attributes)
         buffering = hub.adapters()["out"].buffering  # type: ignore[attr-defined]
-        assert (buffering.buffer_events, buffering.batch_events) == (11, 22)
+        assert (buffering.buffer_events, buffering.batch_events, buffering.linger_ms) == (11, 22, 2.5)
         assert (buffering.retry_initial_ms, buffering.retry_max_ms) == (33, 44)
     finally:
         hub.stop()
