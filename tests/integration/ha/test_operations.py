@@ -104,7 +104,7 @@ def test_with_no_fault_nothing_changes_role(
 ) -> None:
     registry, sink = dbs
     seed = random.randrange(1 << 30)
-    plan_input = readings(seed, 400_000)
+    plan_input = readings(seed, int(SOAK_SECONDS * 1_200) + 60_000)  # readings for the whole run
     base = int(time.time() * 1000) + 86_400_000
     pair = started(tmp_path, registry, sink)
     try:
