@@ -7,15 +7,12 @@ a member started with only the WKA list learns the whole cluster. A member not h
 connection from a peer's process is proof it died (`lost`): dead at once, without waiting.
 The view only proposes notifiers (`ha.placement`); the registry's lease decides.
 
-Pure logic: time (monotonic seconds) and heartbeats come in as arguments; thread-safe (one
-lock: heartbeats arrive on many threads while the role loop reads the view). Imports nothing
-of ours.
+Pure logic: time (monotonic seconds) and heartbeats come in as arguments. Imports nothing of ours.
 """
 
 from __future__ import annotations
 
 import enum
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -57,80 +54,70 @@ class Membership:
         self.timeouts = timeouts
         self._members: dict[str, _Member] = {}
         self._wka = sorted(set(wka) - {me})
-        self._lock = threading.RLock()
 
     def heartbeat(self, sender: str, knows: Iterable[str], now: float) -> None:
         """A heartbeat of `sender` arrived at `now`, naming the members it knows."""
-        with self._lock:
-            if sender != self.me:
-                member = self._members.get(sender)
-                if member is None:
-                    self._members[sender] = _Member(now, now)
-                else:
-                    member.heard, member.lost = now, False
-            for other in knows:
-                if other != self.me and other not in self._members:
-                    self._members[other] = _Member(None, now)
+        if sender != self.me:
+            member = self._members.get(sender)
+            if member is None:
+                self._members[sender] = _Member(now, now)
+            else:
+                member.heard, member.lost = now, False
+        for other in knows:
+            if other != self.me and other not in self._members:
+                self._members[other] = _Member(None, now)
 
     def lost(self, member: str) -> None:
         """The connection to `member`'s process closed: it is dead now."""
-        with self._lock:
-            found = self._members.get(member)
-            if found is not None:
-                found.lost = True
+        found = self._members.get(member)
+        if found is not None:
+            found.lost = True
 
     def gone(self, member: str, now: float) -> bool:
         """Whether `member` was heard from and is dead now (its connection closed, or silent past
         `dead_ms`): a member never heard from is not known to be gone, just not known."""
-        with self._lock:
-            found = self._members.get(member)
-            return found is not None and found.heard is not None and self.state(member, now) is State.DEAD
+        found = self._members.get(member)
+        return found is not None and found.heard is not None and self.state(member, now) is State.DEAD
 
     def lost_connection(self, member: str) -> bool:
         """Whether `member`'s connection closed (and it has not heartbeated since)."""
-        with self._lock:
-            found = self._members.get(member)
-            return found is not None and found.lost
+        found = self._members.get(member)
+        return found is not None and found.lost
 
     def state(self, member: str, now: float) -> State:
-        with self._lock:
-            if member == self.me:
-                return State.ALIVE
-            found = self._members.get(member)
-            if found is None or found.lost:
-                return State.DEAD
-            since = found.heard if found.heard is not None else found.learned
-            silent_ms = (now - since) * 1000
-            if found.heard is None:  # only heard of: alive once it speaks for itself
-                return State.SUSPECTED if silent_ms < self.timeouts.dead_ms else State.DEAD
-            if silent_ms < self.timeouts.suspect_ms:
-                return State.ALIVE
+        if member == self.me:
+            return State.ALIVE
+        found = self._members.get(member)
+        if found is None or found.lost:
+            return State.DEAD
+        since = found.heard if found.heard is not None else found.learned
+        silent_ms = (now - since) * 1000
+        if found.heard is None:  # only heard of: alive once it speaks for itself
             return State.SUSPECTED if silent_ms < self.timeouts.dead_ms else State.DEAD
+        if silent_ms < self.timeouts.suspect_ms:
+            return State.ALIVE
+        return State.SUSPECTED if silent_ms < self.timeouts.dead_ms else State.DEAD
 
     def view(self, now: float) -> dict[str, State]:
         """Every member known (this one included) and its state; long-dead ones are forgotten."""
-        with self._lock:
-            forget = self.timeouts.forget_ms / 1000
-            for name in [n for n, m in self._members.items() if now - (m.heard or m.learned) > forget]:
-                del self._members[name]
-            out = {name: self.state(name, now) for name in self._members}
-            out[self.me] = State.ALIVE
-            return dict(sorted(out.items()))
+        forget = self.timeouts.forget_ms / 1000
+        for name in [n for n, m in self._members.items() if now - (m.heard or m.learned) > forget]:
+            del self._members[name]
+        out = {name: self.state(name, now) for name in self._members}
+        out[self.me] = State.ALIVE
+        return dict(sorted(out.items()))
 
     def alive(self, now: float) -> list[str]:
         """The members that take part in placing notifiers: alive ones (this one included)."""
-        with self._lock:
-            return [name for name, state in self.view(now).items() if state is State.ALIVE]
+        return [name for name, state in self.view(now).items() if state is State.ALIVE]
 
     def targets(self, now: float) -> list[str]:
         """Where to send this member's next heartbeat: the WKA and every member not dead."""
-        with self._lock:
-            known = [
-                name for name, state in self.view(now).items() if state is not State.DEAD and name != self.me
-            ]
-            return sorted(set(self._wka) | set(known))
+        known = [
+            name for name, state in self.view(now).items() if state is not State.DEAD and name != self.me
+        ]
+        return sorted(set(self._wka) | set(known))
 
     def knows(self, now: float) -> list[str]:
         """The members a heartbeat of this member names: those it does not consider dead."""
-        with self._lock:
-            return [name for name, state in self.view(now).items() if state is not State.DEAD]
+        return [name for name, state in self.view(now).items() if state is not State.DEAD]

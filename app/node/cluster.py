@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 
@@ -79,6 +79,26 @@ class NotifierFence:
             self._sink(handle)
 
 
+class _Locked:
+    """A pure `ha` state machine shared by threads here (heartbeats arrive on many, the role loop
+    reads): every method call under one lock."""
+
+    def __init__(self, inner: object) -> None:
+        self._inner = inner
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if not callable(attr):
+            return attr
+
+        def locked(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return attr(*args, **kwargs)
+
+        return locked
+
+
 class _Plan:
     """What this node keeps for one redundant plan deployed here."""
 
@@ -116,7 +136,7 @@ class Cluster:
         self._install = install
         self._flush = flush
         self._fenced = fenced
-        self.membership = Membership(self.me, settings.timeouts, ())
+        self.membership = cast(Membership, _Locked(Membership(self.me, settings.timeouts, ())))
         self._addresses: dict[str, str] = {self.me: settings.advertise}  # member → cluster address
         self._plans: dict[str, _Plan] = {}
         self._lock = threading.RLock()
