@@ -176,14 +176,7 @@ class Cluster:
         with self._lock:
             plans = list(self._plans.values())
         for plan in plans:
-            self._step_down(plan, drain=True)
-            if plan.follower is not None:
-                plan.follower.stop()
-            try:
-                if plan.role.holder.epoch is not None:
-                    self._leases.release(plan.name, self.me)
-            except Exception as exc:  # the lease then runs out on its own
-                log.warning("plan %s: could not release the notifier lease: %s", plan.name, exc)
+            self._leave(plan, drain=True)
         self.server.stop()
         for thread in self._threads:
             thread.join(2)
@@ -219,16 +212,22 @@ class Cluster:
         """Plan `name` no longer runs here."""
         with self._lock:
             plan = self._plans.pop(name, None)
-        if plan is None:
-            return
-        self._step_down(plan)
+        if plan is not None:
+            self._leave(plan, drain=False)
+
+    def _leave(self, plan: _Plan, *, drain: bool) -> None:
+        """Stop notifying and following `plan`, and give its lease up if this node ever held it."""
+        self._step_down(plan, drain=drain)
         if plan.follower is not None:
             plan.follower.stop()
         if plan.role.holder.epoch is not None:
-            try:
-                self._leases.release(name, self.me)
-            except Exception as exc:
-                log.warning("plan %s: could not release the notifier lease: %s", name, exc)
+            self._release_lease(plan)
+
+    def _release_lease(self, plan: _Plan) -> None:
+        try:
+            self._leases.release(plan.name, self.me)
+        except Exception as exc:  # the lease then runs out on its own
+            log.warning("plan %s: could not release the notifier lease: %s", plan.name, exc)
 
     def status(self) -> dict[str, Any]:
         now = time.monotonic()
@@ -307,10 +306,7 @@ class Cluster:
             self._step_down(plan, drain=True)
             # what went to the adapters under this lease is written before the next notifier starts
             self._flush(self.settings.timing.margin_ms / 1000)
-            try:
-                self._leases.release(plan.name, self.me)
-            except Exception as exc:
-                log.warning("plan %s: could not release the notifier lease: %s", plan.name, exc)
+            self._release_lease(plan)
             plan.role.released(time.monotonic())
             log.info("plan %s: notifier role handed to %s", plan.name, ", ".join(others))
             return

@@ -45,9 +45,7 @@ class RegistryLeases:
         self.registry = registry
 
     def acquire(self, plan: str, node: str, ttl_ms: int) -> Lease:
-        if ttl_ms <= 0:
-            msg = f"a lease lasts a positive time, not {ttl_ms} ms"
-            raise ValueError(msg)
+        _check_ttl(ttl_ms)
         t, c = schema.leases, schema.leases.c
         with self.registry.writing() as conn:
             now = now_ms(conn.dialect.name)
@@ -79,9 +77,7 @@ class RegistryLeases:
         return lease
 
     def take_over(self, plan: str, node: str, ttl_ms: int, dead: str, epoch: int) -> Lease:
-        if ttl_ms <= 0:
-            msg = f"a lease lasts a positive time, not {ttl_ms} ms"
-            raise ValueError(msg)
+        _check_ttl(ttl_ms)
         t, c = schema.leases, schema.leases.c
         with self.registry.writing() as conn:
             now = now_ms(conn.dialect.name)
@@ -123,3 +119,9 @@ class RegistryLeases:
         left = c.expires_ms - now_ms(conn.dialect.name)
         row = conn.execute(sa.select(c.holder, c.epoch, left).where(c.plan == plan)).first()
         return None if row is None else Lease(plan, row[0], int(row[1]), max(0, int(row[2])))
+
+
+def _check_ttl(ttl_ms: int) -> None:
+    if ttl_ms <= 0:
+        msg = f"a lease lasts a positive time, not {ttl_ms} ms"
+        raise ValueError(msg)
