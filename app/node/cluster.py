@@ -269,8 +269,8 @@ class Cluster:
     def _decide(self, plan: _Plan) -> None:
         now = time.monotonic()
         follower = plan.follower
-        following = follower is not None and follower.live
-        if now - self._started < self.settings.timeouts.dead_ms / 1000 and not following:
+        followed = follower is not None and (follower.live or follower.ended_live)
+        if now - self._started < self.settings.timeouts.dead_ms / 1000 and not followed:
             return  # the others have not been heard from yet: the view would be wrong
         alive = self.membership.alive(now)
         candidates = [m for m in alive if m not in self._draining or m == self.me]
@@ -605,7 +605,7 @@ class Cluster:
                     msg = "a relayed record must be events"
                     raise CEPError(msg)
                 try:
-                    position = plan.journal.send(record.stream, record.rows, record.timestamps)
+                    position = plan.journal.send(record.stream, record.rows, record.timestamps, forward=False)
                 except BundleFailed as exc:  # taken (and failed as a replay will): not to be sent again
                     log.error("plan %s failed on relayed events: %s", plan.name, exc)
                     position = exc.position

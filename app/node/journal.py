@@ -144,15 +144,20 @@ class PlanJournal:
         rows: list[tuple[Any, ...]],
         timestamps: Sequence[int] | int,
         columns: tuple[Column, ...] | None = None,
+        *,
+        forward: bool = True,
     ) -> int:
         """Log, then process, a bundle; its position. Call `durable(position)` before
         acknowledging it. An error of the plan propagates after the bundle is logged (a replay
         meets the same error at the same point). `columns`: the rows by attribute with their
         types, when the receiver has them (see `Events`). The bundle is encoded before the
         lock is taken (only the clock reading is filled in under it), so that other
-        receivers' bundles for the plan wait for the append, not for the encoding."""
+        receivers' bundles for the plan wait for the append, not for the encoding.
+        `forward=False` (a bundle another member relayed here): sequence it only while this
+        journal leads, else raise `NotLeading` (the relaying member tries again, and takes it
+        itself if it wins the lease; passed on from here it could reach the new notifier twice)."""
         ts = [timestamps] * len(rows) if isinstance(timestamps, int) else list(timestamps)
-        while True:
+        while forward:
             if self.copies is not None:
                 with self.lock:
                     if not self.leading:
@@ -172,6 +177,9 @@ class PlanJournal:
         with self.lock:
             if self.leading:
                 return self._sequence(stream, rows, ts, unstamped)
+        if not forward:
+            msg = f"plan '{self.plan}': this node no longer leads it"
+            raise NotLeading(msg)
         return self.send(stream, rows, ts, columns)  # it stopped leading meanwhile: relay them
 
     def _sequence(self, stream: str, rows: list[tuple[Any, ...]], ts: list[int], unstamped: bytes) -> int:

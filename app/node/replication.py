@@ -301,8 +301,10 @@ class Follower:
                 self._follow(address)  # returned: stopped, or that member is not the notifier (yet)
             except PeerError as exc:
                 # the subscription ended (the notifier died, stopped, or the network failed): if
-                # it was live, this standby holds everything the notifier acknowledged
-                self.ended_live = self.live
+                # it was live, this standby holds everything the notifier acknowledged; an attempt
+                # that never connected (nothing listens there any more) changes nothing of that
+                if self._connection is not None:
+                    self.ended_live = self.live
                 if not isinstance(exc, PeerClosed):
                     log.warning("plan %s: following the notifier at %s: %s", self.journal.plan, address, exc)
             except Exception as exc:  # a record it could not apply: it has a gap

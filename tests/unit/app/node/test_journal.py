@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import engine
-from app.node.journal import PlanJournal
+from app.node.journal import NotLeading, PlanJournal
 from app.persistence.input_log import Events, InputLog
 from tests.support.journals import OPS, Run, Wall
 
@@ -131,3 +131,19 @@ def test_a_bundle_handed_over_by_columns_is_logged_as_its_rows_with_the_clock_re
     position, record = list(run.log.read("p"))[-1]
     assert position == run.journal.position
     assert record == Events("In", [10, 20], [("a", 3), ("b", 4)], 5_000)
+
+
+def test_a_bundle_relayed_here_is_never_passed_on(tmp_path: Path) -> None:
+    """A member that no longer leads refuses a bundle another member relayed to it: passed on to
+    the next notifier, it could arrive there twice (once from here, once from the relaying member
+    trying again); a client's own bundle goes on to the notifier."""
+    run = Run(tmp_path / "a")
+    relayed: list[list[tuple[object, ...]]] = []
+    run.journal.follow(lambda stream, rows, timestamps: relayed.append(rows))
+    position = run.journal.position
+    run.journal.send("In", [("k", 1)], 1)
+    assert relayed == [[("k", 1)]]
+    with pytest.raises(NotLeading):
+        run.journal.send("In", [("k", 2)], 2, forward=False)
+    assert relayed == [[("k", 1)]]
+    assert run.journal.position == position and not run.out

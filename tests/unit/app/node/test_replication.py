@@ -117,3 +117,53 @@ def test_a_standby_that_lost_its_connection_resumes_where_it_was(tmp_path: Path)
     finally:
         follower.stop()
         server.stop()
+
+
+def test_a_standby_whose_notifier_died_stays_eligible_while_it_cannot_reconnect(tmp_path: Path) -> None:
+    """Its live subscription ended: it holds everything the notifier acknowledged. Its attempts to
+    subscribe again (refused: nothing listens there any more) must not cost it that, or no member
+    could take the dead notifier's place."""
+    notifier = Run(tmp_path / "a", Wall(OPS[0][0]))
+    sequencer = Sequencer(notifier.journal, OutputGate("p", no_outputs))
+    notifier.journal.lead(1, sequencer)
+    notifier.do(OPS[:4])
+    connections: list[Connection] = []
+
+    def serve(connection: Connection) -> None:
+        connections.append(connection)
+        request, _ = connection.recv()
+        sequencer.serve(connection, request)
+
+    server = PeerServer("127.0.0.1", 0, "a", SECRET, serve)
+    server.start()
+    address = f"127.0.0.1:{server.port}"
+    asked: list[str] = []
+
+    def where() -> str:
+        asked.append(address)
+        return address
+
+    standby = Run(tmp_path / "b", Wall(10**12))
+    standby.journal.follow(None)
+    follower = Follower(
+        standby.journal,
+        OutputGate("p", no_outputs),
+        notifier=where,
+        connect=lambda address: connect(address, "b", "replicate", SECRET),
+        install=standby.runtime.restore,
+    )
+    try:
+        follower.start()
+        wait(lambda: follower.live, "the standby to join")
+        sequencer.delivered(notifier.journal.position)  # the outputs it holds none of are written
+        wait(lambda: follower.caught_up, "the standby to hold what a takeover needs")
+        server.stop()
+        sequencer.close()  # the notifier's process is gone: its connections close
+        for connection in connections:
+            connection.close()
+        wait(lambda: not follower.live, "the subscription to end")
+        tried = len(asked)
+        wait(lambda: len(asked) >= tried + 3, "attempts to subscribe again")
+        assert follower.caught_up
+    finally:
+        follower.stop()
