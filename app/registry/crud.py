@@ -14,6 +14,7 @@ from app.registry.operations import Store
 from app.registry.plans import ExecutionPlan
 from app.registry.store import Outcome
 from app.registry.streams import StreamDefinition
+from app.registry.tokens import Token
 from app.registry.users import User
 
 
@@ -34,13 +35,31 @@ class Crud:
         with self.reading() as s:
             return s.list_users()
 
-    def put_user(self, name: str, password: str) -> Outcome:
+    def put_user(self, name: str, password: str | None, role: str | None = None) -> Outcome:
         with self.transaction() as s:
-            return s.put_user(name, password)
+            return s.put_user(name, password, role)
 
     def delete_user(self, name: str) -> bool:
         with self.transaction() as s:
             return s.delete_user(name)
+
+    # ---- API tokens -----------------------------------------------------------------------
+
+    def create_token(self, user: str, label: str) -> tuple[Token, str]:
+        with self.transaction() as s:
+            return s.create_token(user, label)
+
+    def list_tokens(self, user: str | None = None) -> list[Token]:
+        with self.reading() as s:
+            return s.list_tokens(user)
+
+    def delete_token(self, token_id: str) -> bool:
+        with self.transaction() as s:
+            return s.delete_token(token_id)
+
+    def token_user(self, presented: str) -> User | None:
+        with self.reading() as s:
+            return s.token_user(presented)
 
     # ---- streams --------------------------------------------------------------------------
 

@@ -48,8 +48,8 @@ USER: Kind[User] = Kind(
     schema.users,
     "name",
     lambda u: u.name,
-    lambda u: {"name": u.name, "password_hash": u.password_hash},
-    lambda r: User(r["name"], r["password_hash"], r["revision"]),
+    lambda u: {"name": u.name, "password_hash": u.password_hash, "role": u.role},
+    lambda r: User(r["name"], r["password_hash"], r["revision"], r["role"]),
 )
 
 STREAM: Kind[StreamDefinition] = Kind(

@@ -7,12 +7,15 @@ that another refers to fails at once with `InUseError`. Imports the registry's v
 
 from __future__ import annotations
 
-from app.registry import kinds
+import sqlalchemy as sa
+
+from app.registry import kinds, schema, tokens
 from app.registry.connectors import DataSource, Formatter, OutputAdapter, Receiver
 from app.registry.errors import InUseError, ValidationError
 from app.registry.plans import ExecutionPlan, bound_streams, check_text
 from app.registry.store import Outcome, StoreBase
 from app.registry.streams import StreamDefinition, split_stream_id, stream_id
+from app.registry.tokens import Token
 from app.registry.users import User, check_password, hash_password, random_password
 from app.registry.validation import check_name
 
@@ -28,14 +31,72 @@ class Store(StoreBase):
     def list_users(self) -> list[User]:
         return self.list(kinds.USER)
 
-    def put_user(self, name: str, password: str) -> Outcome:
-        """Create a user or set a user's password (at least 8 characters)."""
+    def put_user(self, name: str, password: str | None, role: str | None = None) -> Outcome:
+        """Create a user (`password` of at least 8 characters; `role` admin by default) or change
+        an existing user's password and/or role (None keeps it). The last admin stays an admin."""
         check_name("user", name)
-        check_password(password, f"user {name!r}: password")
-        return self.put(kinds.USER, User(name, hash_password(password)).checked())
+        existing = self.get_user(name)
+        if password is not None:
+            password_hash = hash_password(check_password(password, f"user {name!r}: password"))
+        elif existing is not None:
+            password_hash = existing.password_hash
+        else:
+            msg = f"user {name!r}: a new user needs a password"
+            raise ValidationError(msg, field="password")
+        role = role or (existing.role if existing is not None else "admin")
+        user = User(name, password_hash, role=role).checked()
+        if existing is not None and existing.admin and not user.admin:
+            self._keep_an_admin(name)
+        return self.put(kinds.USER, user)
 
     def delete_user(self, name: str) -> bool:
+        """Delete a user and revoke its API tokens; refused for the last admin."""
+        user = self.get_user(name)
+        if user is not None and user.admin:
+            self._keep_an_admin(name)
+        self.conn.execute(sa.delete(schema.tokens).where(schema.tokens.c.user_name == name))
         return self.delete(kinds.USER, name)
+
+    def _keep_an_admin(self, leaving: str) -> None:
+        if not any(u.admin and u.name != leaving for u in self.list_users()):
+            msg = f"user {leaving!r} is the last admin: make another user an admin first"
+            raise InUseError(msg)
+
+    # ---- API tokens -----------------------------------------------------------------------
+
+    def create_token(self, user: str, label: str) -> tuple[Token, str]:
+        """A new bearer token for `user`: its record, and the token itself (shown once, never kept)."""
+        if self.get_user(user) is None:
+            msg = f"token: user {user!r} does not exist"
+            raise ValidationError(msg, field="user")
+        token, secret = tokens.new_token(user, label)
+        self.conn.execute(sa.insert(schema.tokens).values(tokens.to_row(token, secret)))
+        return token, secret
+
+    def list_tokens(self, user: str | None = None) -> list[Token]:
+        query = sa.select(schema.tokens).order_by(schema.tokens.c.created, schema.tokens.c.id)
+        if user is not None:
+            query = query.where(schema.tokens.c.user_name == user)
+        return [tokens.from_row(r) for r in self.conn.execute(query).mappings()]
+
+    def delete_token(self, token_id: str) -> bool:
+        """Revoke a token; False if there was none."""
+        deleted = self.conn.execute(sa.delete(schema.tokens).where(schema.tokens.c.id == token_id))
+        return bool(deleted.rowcount)
+
+    def token_user(self, presented: str) -> User | None:
+        """The user a presented bearer token belongs to; None for an unknown or revoked token."""
+        parsed = tokens.parse(presented)
+        if parsed is None:
+            return None
+        row = (
+            self.conn.execute(sa.select(schema.tokens).where(schema.tokens.c.id == parsed[0]))
+            .mappings()
+            .first()
+        )
+        if row is None or not tokens.matches(parsed[1], row["secret_sha256"]):
+            return None
+        return self.get_user(row["user_name"])
 
     def ensure_admin(self, password: str | None) -> str | None:
         """With no users yet, create `admin`: with `password` if given, else a random one, returned."""

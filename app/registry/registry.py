@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import random
+import secrets
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -20,7 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from app.private_files import private_dir, private_file
-from app.registry import migrate
+from app.registry import migrate, schema
 from app.registry.crud import Crud
 from app.registry.operations import Store
 from app.registry.store import Change
@@ -185,6 +186,21 @@ class Registry(Crud):
         with self.reading() as store:
             user = store.get_user(name)
         return verify_password(password, None if user is None else user.password_hash)
+
+    def shared_secret(self, name: str) -> str:
+        """A random secret every member shares (made by the first to ask, then kept)."""
+        query = sa.select(schema.settings.c.value).where(schema.settings.c.name == name)
+        with self.reading() as store:
+            value = store.conn.execute(query).scalar()
+        if value is not None:
+            return str(value)
+        try:
+            with self.writing() as conn:
+                conn.execute(sa.insert(schema.settings).values(name=name, value=secrets.token_urlsafe(48)))
+        except sa.exc.IntegrityError:
+            pass  # another member made it first
+        with self.reading() as store:
+            return str(store.conn.execute(query).scalar_one())
 
     def ensure_admin(self, password_from_env: str | None) -> str | None:
         """On first start (no users) create `admin`.

@@ -97,6 +97,7 @@ users = sa.Table(
     metadata,
     sa.Column("name", name_type(), primary_key=True),
     sa.Column("password_hash", sa.String(255), nullable=False),
+    sa.Column("role", sa.String(20), nullable=False, server_default="admin"),
     _revision(),
     **MYSQL_TABLE_ARGS,
 )
@@ -235,5 +236,28 @@ pins = sa.Table(
     metadata,
     sa.Column("plan", name_type(), primary_key=True),
     sa.Column("node", name_type(), nullable=False),
+    **MYSQL_TABLE_ARGS,
+)
+
+# the console API's bearer tokens (`app.registry.tokens`): a token is shown once, only its SHA-256
+# is kept; deleting a row revokes it; not entities (no revision moves, no redeploy)
+tokens = sa.Table(
+    "cep_tokens",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("user_name", name_type(), nullable=False),
+    sa.Column("label", sa.String(200), nullable=False),
+    sa.Column("secret_sha256", sa.String(64), nullable=False),
+    sa.Column("created", utc_datetime(), nullable=False),
+    sa.Index(None, "user_name"),
+    **MYSQL_TABLE_ARGS,
+)
+
+# node-wide settings every member shares (`Registry.shared_secret`): the console's session key
+settings = sa.Table(
+    "cep_settings",
+    metadata,
+    sa.Column("name", sa.String(100), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
     **MYSQL_TABLE_ARGS,
 )

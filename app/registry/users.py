@@ -1,4 +1,5 @@
-"""Console users and their passwords: scrypt with a per-user random salt, verified in constant time.
+"""Console users, their roles and passwords: scrypt with a per-user random salt, verified in
+constant time. A user is an `admin` (may change anything) or a `viewer` (reads only).
 
 A stored hash reads `scrypt$<n>$<r>$<p>$<salt>$<key>` (salt and key in base64), so the cost
 can be raised later without invalidating existing hashes. Imports only the registry's checks.
@@ -13,7 +14,7 @@ import secrets
 from dataclasses import dataclass, field
 
 from app.registry.errors import ValidationError
-from app.registry.validation import check_name
+from app.registry.validation import check_choice, check_name
 
 SCRYPT_N = 2**14
 SCRYPT_R = 8
@@ -21,6 +22,7 @@ SCRYPT_P = 1
 KEY_BYTES = 32
 SALT_BYTES = 16
 MIN_PASSWORD = 8
+ROLES = ("admin", "viewer")
 
 
 @dataclass(frozen=True)
@@ -28,9 +30,15 @@ class User:
     name: str
     password_hash: str = field(repr=False)
     revision: int = field(default=0, compare=False)
+    role: str = "admin"
+
+    @property
+    def admin(self) -> bool:
+        return self.role == "admin"
 
     def checked(self) -> User:
         check_name("user", self.name)
+        check_choice(f"user {self.name!r}", "role", self.role, ROLES)
         if not self.password_hash.startswith("scrypt$"):
             msg = f"user {self.name!r}: password_hash must be an scrypt hash (use hash_password)"
             raise ValidationError(msg, field="password_hash")
