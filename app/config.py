@@ -40,7 +40,9 @@ class Registry:
 class Console:
     host: str = "0.0.0.0"
     port: int = 9763
-    secret_key: str = ""  # signs console sessions; default: generated and kept in data_dir
+    secret_key: str = ""  # signs console sessions; default: a random key kept in the registry (shared)
+    secure_cookies: bool = False  # mark session cookies Secure (turn on when the console is served over TLS)
+    session_minutes: int = 480  # a console session lasts this long
 
 
 @dataclass(frozen=True)
@@ -324,6 +326,9 @@ def _validate(cfg: Config) -> None:
             f"http.max_inflight_bytes ({cfg.http.max_inflight_bytes}) must be at least "
             f"http.max_request_bytes ({cfg.http.max_request_bytes}), or no body of that size is ever read"
         )
+        raise ConfigError(msg)
+    if not 1 <= cfg.console.session_minutes <= 60 * 24 * 30:
+        msg = "console.session_minutes must be from 1 to 43200 (30 days)"
         raise ConfigError(msg)
     if cfg.login.check_wait_seconds <= 0:
         msg = "login.check_wait_seconds must be positive"

@@ -1,0 +1,38 @@
+"""What the console needs of the node it runs in, as plain callables (`ConsoleServices`).
+
+The node fills it in; tests may hand a registry and their own callables. Nothing here starts or
+stops anything: `restart` and `shutdown` only ask the node's main thread to do it, after the
+reply has gone out (a server cannot join the thread serving its own request).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from flask import Blueprint
+
+from app.node.auth import Credentials
+from app.registry import Registry
+
+Rows = list[tuple[Any, ...]]
+
+
+@dataclass
+class ConsoleServices:
+    registry: Registry
+    credentials: Credentials
+    node_id: str
+    health: Callable[[], dict[str, Any]]  # the node's report (`Node.health`)
+    # the simulator: a JSON body of events for a stream id → how many were accepted (raises
+    # `app.node.event_input.EventFormatError` naming the event and attribute); None: no receiver
+    send_events: Callable[[str, Any], int] | None = None
+    # the tracer: the last events of a stream id, newest last
+    trace: Callable[[str, int], list[dict[str, Any]]] | None = None
+    restart: Callable[[], None] | None = None  # graceful: final snapshots, drain, then re-exec
+    shutdown: Callable[[], None] | None = None  # graceful, then exit
+    max_json_depth: int = 64
+    blueprints: Sequence[Blueprint] = field(
+        default_factory=tuple
+    )  # the node's own endpoints (events, snapshots)
