@@ -41,6 +41,7 @@ class Console:
     host: str = "0.0.0.0"
     port: int = 9763
     secret_key: str = ""  # signs console sessions; default: generated and kept in data_dir
+    metrics_public: bool = True  # GET /metrics without a login (Prometheus); false: basic auth
 
 
 @dataclass(frozen=True)

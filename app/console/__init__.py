@@ -1,0 +1,1 @@
+"""The management console: its pages, JSON API and operations endpoints, served on the node's HTTP port."""
