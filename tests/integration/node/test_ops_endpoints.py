@@ -24,7 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy.engine import make_url
 
 from tests.support.databases import isolated_database
-from tests.support.nodes import ADMIN_PASSWORD, NodeProcess, provision, wait_for
+from tests.support.nodes import ADMIN_PASSWORD, NodeProcess, node_config, provision, running_node, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -88,7 +88,8 @@ def get(node: NodeProcess, path: str) -> tuple[int, str, str]:
         with urllib.request.urlopen(url, timeout=10) as reply:  # noqa: S310 - test URL
             return reply.status, reply.headers["Content-Type"], reply.read().decode()
     except urllib.error.HTTPError as exc:
-        return exc.code, exc.headers["Content-Type"], exc.read().decode()
+        with exc:
+            return exc.code, exc.headers["Content-Type"], exc.read().decode()
 
 
 def scrape(node: NodeProcess) -> Samples:
@@ -149,6 +150,24 @@ def test_metrics_count_what_was_received_emitted_and_written(started: tuple[Node
     assert table_rows(db) == HOT
     _, content_type, _ = get(node, "/metrics")
     assert content_type.startswith("text/plain; version=")
+
+
+def test_metrics_need_a_login_when_the_console_says_so(tmp_path: Path) -> None:
+    registry = f"sqlite:///{tmp_path / 'registry.db'}"
+    config = node_config(tmp_path, registry, console={"metrics_public": False})
+    with running_node(config) as node:
+        assert node.web is not None
+        url = f"http://127.0.0.1:{node.web.port}/metrics"
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(url, timeout=10)  # noqa: S310 - test URL
+        refused.value.close()
+        assert refused.value.code == 401
+        request = urllib.request.Request(url)
+        token = base64.b64encode(f"admin:{ADMIN_PASSWORD}".encode()).decode()
+        request.add_header("Authorization", f"Basic {token}")
+        with urllib.request.urlopen(request, timeout=10) as reply:  # noqa: S310 - test URL
+            names = {f.name for f in text_string_to_metric_families(reply.read().decode())}
+        assert "cepheus_registry_reachable" in names
 
 
 @pytest.fixture
