@@ -43,6 +43,7 @@ class Console:
     secret_key: str = ""  # signs console sessions; default: a random key kept in the registry (shared)
     secure_cookies: bool = False  # mark session cookies Secure (turn on when the console is served over TLS)
     session_minutes: int = 480  # a console session lasts this long
+    metrics_public: bool = True  # GET /metrics without a login (Prometheus); false: basic auth
 
 
 @dataclass(frozen=True)

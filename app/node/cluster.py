@@ -252,6 +252,11 @@ class Cluster:
             },
         }
 
+    def roles(self) -> dict[str, bool]:
+        """Per redundant plan deployed here: True while this node is its notifier (cheaper than `status`)."""
+        with self._lock:
+            return {p.name: bool(p.epoch) for p in self._plans.values()}
+
     # ---- roles -----------------------------------------------------------------------------------
 
     def _roles(self) -> None:

@@ -14,7 +14,8 @@ the body. Added here, with the policy of `app.node.http_limits.Guard`:
   reading the body and without a worker (a request pipelined behind one in service is
   answered by a worker after it, in order);
 - every refusal ends through `app.node.http_drain`, so the client reads it rather than a reset;
-- `GET /health` served by a worker of its own, never waiting behind logins;
+- `GET /health` (and the probes `/livez`, `/readyz`) served by a worker of its own, never
+  waiting behind logins;
 - after an accept error (out of file descriptors: the listener stays readable), the listener
   is not polled for `ACCEPT_PAUSE` seconds instead of spinning;
 - JSON for the errors waitress answers itself (a malformed request, a header or a body over
@@ -208,7 +209,7 @@ class GuardedServer(TcpWSGIServer):  # type: ignore[misc]
         super().__init__(application, map=map, dispatcher=dispatcher, adj=adj, sockinfo=sockinfo)
 
     def add_task(self, channel: GuardedChannel) -> None:
-        """Queue `channel`'s next request: `/health` to its own worker, the others to the pool."""
+        """Queue `channel`'s next request: the probes to their own worker, the others to the pool."""
         request = channel.requests[0]
         if request.error is None and is_health(request):
             self.health_dispatcher.add_task(channel)

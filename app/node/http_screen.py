@@ -4,7 +4,7 @@ waitress would buffer a whole body (up to `http.max_request_bytes`, in temp file
 512 KB) before the app could refuse it, so a client without credentials could make the
 node hold gigabytes. Once the request line and headers are complete, `Screen.head` answers:
 
-- nothing for `GET /health` (load balancers, no login);
+- nothing for the probes, `GET /health`, `/livez` and `/readyz` (load balancers, no login);
 - 429 with `Retry-After` while the client's address is locked out by the login throttle;
 - 401 for `POST /events/...` without an `Authorization` header;
 - 503 with `Retry-After` when the body would take the bytes of request bodies held
@@ -97,8 +97,11 @@ class BodyBudget:
             self._held -= n
 
 
+PROBES = ("/health", "/livez", "/readyz")  # cheap, no login: never locked out, never queued behind logins
+
+
 def is_health(request: RequestHead) -> bool:
-    return request.command in ("GET", "HEAD") and request.path == "/health"
+    return request.command in ("GET", "HEAD") and request.path in PROBES
 
 
 def address_lockout(credentials: Credentials) -> Lockout:

@@ -1,10 +1,10 @@
 """`WebServer`: the node's HTTP port, a WSGI app served by waitress in threads of this process.
 
 One I/O thread ("http-io") accepts, reads and writes every connection; `Limits.threads`
-workers run the app on complete requests, and one more serves `GET /health` only, so a load
-balancer's check never waits behind logins; `app.node.http_guard` adds connection limits,
-deadlines, refusals before the body (`app.node.http_screen`) and JSON errors. The thread
-count is fixed whatever the clients do.
+workers run the app on complete requests, and one more serves the probes only (`GET /health`,
+`/livez`, `/readyz`), so a load balancer's check never waits behind logins;
+`app.node.http_guard` adds connection limits, deadlines, refusals before the body
+(`app.node.http_screen`) and JSON errors. The thread count is fixed whatever the clients do.
 
 `stop()` closes the listeners first (a new connection is refused), lets the requests being
 served finish and deliver their replies (up to `Limits.stop_timeout`), closes every other

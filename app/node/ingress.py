@@ -10,6 +10,10 @@ its fsync policy says before the call returns; when the log refuses them (full, 
 error), `InputLogError` propagates and the receiver does not acknowledge the bundle. A standby
 of a redundant plan relays the events to the plan's notifier and returns once it took them;
 with no notifier to take them, `NotLeading` refuses the bundle the same way.
+
+The counts (`stats`): events received per stream, and per plan how long the bundles from
+receivers took in its send (a `LatencyHistogram`); one acquisition of the statistics lock per
+bundle covers them all. A plan fed by another plan's export is timed inside that plan's send.
 """
 
 from __future__ import annotations
@@ -18,11 +22,13 @@ import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from time import perf_counter
 from typing import Any
 
 from adapters.thrift import Column, WireEvent, WireEvents
 from adapters.wording import counted
 from app.node.journal import BundleFailed, NotLeading, PlanJournal, wall_ms
+from app.node.latency import Latency, LatencyHistogram
 from app.persistence.errors import InputLogError
 from engine import Runtime
 
@@ -47,6 +53,7 @@ class IngressStats:
     received: dict[str, int] = field(default_factory=dict)  # per stream id
     unrouted: dict[str, int] = field(default_factory=dict)  # of streams no deployed plan imports
     failed: int = 0  # events whose plan raised while processing them
+    latency: dict[str, Latency] = field(default_factory=dict)  # per plan: bundles from receivers
 
 
 class Ingress:
@@ -55,6 +62,7 @@ class Ingress:
         self._now = now
         self._stats_lock = threading.Lock()
         self._stats = IngressStats()
+        self._latency: dict[str, LatencyHistogram] = {}  # per plan, under the statistics lock
 
     def set_routes(self, routes: Mapping[str, tuple[Binding, ...]]) -> None:
         self._routes = dict(routes)
@@ -82,8 +90,9 @@ class Ingress:
     def _publish_wire_group(
         self, stream_id: str, events: Sequence[WireEvent], routed: tuple[Binding, ...] | None = None
     ) -> None:
-        bindings = self._count(stream_id, len(events)) if routed is None else routed
+        bindings = self._routes.get(stream_id, ()) if routed is None else routed
         if not bindings:
+            self._tally(stream_id, len(events))
             return
         sample = events[0]
         if sample.meta is None and sample.correlation is None:
@@ -92,13 +101,14 @@ class Ingress:
             rows = [(e.meta or ()) + (e.correlation or ()) + (e.payload or ()) for e in events]
         now = self._now()
         timestamps = [e.timestamp or now for e in events]
-        self._send(bindings, rows, timestamps)
+        self._send(bindings, rows, timestamps, received=stream_id)
 
     def _publish_wire_columns(self, stream_id: str, events: WireEvents) -> None:
         """A bundle of one stream decoded by columns: rows and timestamps from its columns,
         which go on to the input logs as they are."""
-        bindings = self._count(stream_id, len(events))
+        bindings = self._routes.get(stream_id, ())
         if not bindings:
+            self._tally(stream_id, len(events))
             return
         columns = events.columns
         if columns is None:
@@ -113,13 +123,15 @@ class Ingress:
             timestamps = [t or now for t in stamps]
         else:
             timestamps = list(stamps)
-        self._send(bindings, rows, timestamps, columns)
+        self._send(bindings, rows, timestamps, columns, received=stream_id)
 
     def publish_rows(self, stream_id: str, rows: list[Row], timestamps: list[int] | None = None) -> None:
         """Rows already in the stream's flattened attribute order (HTTP, plan chaining)."""
-        bindings = self._count(stream_id, len(rows))
-        if bindings:
-            self._send(bindings, rows, timestamps if timestamps is not None else self._now())
+        bindings = self._routes.get(stream_id, ())
+        if not bindings:
+            self._tally(stream_id, len(rows))
+            return
+        self._send(bindings, rows, timestamps if timestamps is not None else self._now(), received=stream_id)
 
     def forward(self, stream_id: str, rows: list[Row], timestamps: list[int], source: str) -> None:
         """Output of plan `source` into the other plans importing the same stream."""
@@ -135,17 +147,32 @@ class Ingress:
 
     def stats(self) -> IngressStats:
         with self._stats_lock:
-            return IngressStats(dict(self._stats.received), dict(self._stats.unrouted), self._stats.failed)
+            s = self._stats
+            latency = {plan: h.copy() for plan, h in self._latency.items()}
+            return IngressStats(dict(s.received), dict(s.unrouted), s.failed, latency)
 
-    def _count(self, stream_id: str, n: int) -> tuple[Binding, ...]:
-        bindings = self._routes.get(stream_id, ())
+    def _tally(
+        self,
+        stream_id: str | None,
+        n: int,
+        failed: int = 0,
+        timed: Sequence[tuple[str, float]] = (),
+        routed: bool = False,
+    ) -> None:
+        """Count a bundle of `n` events received on `stream_id` (None: forwarded by a plan),
+        routed to plans or not, `failed` of them, and the time each plan took: one lock hold."""
         with self._stats_lock:
-            received = self._stats.received
-            received[stream_id] = received.get(stream_id, 0) + n
-            if not bindings:
-                unrouted = self._stats.unrouted
-                unrouted[stream_id] = unrouted.get(stream_id, 0) + n
-        return bindings
+            s = self._stats
+            if stream_id is not None:
+                s.received[stream_id] = s.received.get(stream_id, 0) + n
+                if not routed:
+                    s.unrouted[stream_id] = s.unrouted.get(stream_id, 0) + n
+            s.failed += failed
+            for plan, seconds in timed:
+                histogram = self._latency.get(plan)
+                if histogram is None:
+                    histogram = self._latency[plan] = LatencyHistogram()
+                histogram.observe(seconds)
 
     def _send(
         self,
@@ -153,52 +180,81 @@ class Ingress:
         rows: list[Row],
         timestamps: list[int] | int,
         columns: tuple[Column, ...] | None = None,
+        received: str | None = None,
     ) -> None:
+        """Run `rows` through every plan of `bindings`. `received`: the stream they were
+        received on, counted with the time each plan took; None (forwarded by a plan, or a
+        redeployed plan's retry): untimed, and the statistics lock is taken only on a failure."""
         logged: list[tuple[PlanJournal, int]] = []
         refused: InputLogError | NotLeading | None = None
-        if len(bindings) > 1:  # one plan's full log refuses the bundle before any plan takes it
+        failed = 0
+        timed: list[tuple[str, float]] = []
+        try:
+            if len(bindings) > 1:  # one plan's full log refuses the bundle before any plan takes it
+                for binding in bindings:
+                    if binding.journal is not None:
+                        try:
+                            binding.journal.check_room(len(rows))
+                        except InputLogError as exc:
+                            log.error(
+                                "plan %s refused %s: %s", binding.plan, counted(len(rows), "event"), exc
+                            )
+                            raise
             for binding in bindings:
-                if binding.journal is not None:
-                    try:
-                        binding.journal.check_room(len(rows))
-                    except InputLogError as exc:
-                        log.error("plan %s refused %s: %s", binding.plan, counted(len(rows), "event"), exc)
-                        raise
-        for binding in bindings:
-            journal = binding.journal
-            try:
-                if journal is None:
-                    binding.runtime.send(binding.stream, rows, timestamps)
-                else:
-                    logged.append((journal, journal.send(binding.stream, rows, timestamps, columns)))
-            except (InputLogError, NotLeading) as exc:  # not logged, so not processed: refuse the bundle
-                refused = exc
-                log.error("plan %s refused %s: %s", binding.plan, counted(len(rows), "event"), exc)
-            except BundleFailed as exc:  # logged, and failed as a replay will: durable all the same
-                assert journal is not None
-                logged.append((journal, exc.position))
-                with self._stats_lock:
-                    self._stats.failed += len(rows)
-                log.error(
-                    "plan %s failed on %s of %s: %s",
-                    binding.plan,
-                    counted(len(rows), "event"),
-                    binding.stream,
-                    exc,
-                )
-            except Exception:
-                replacement = None if journal is not None else self._redeployed(binding)
-                if replacement is not None:  # (a journal hands a bundle to the new runtime itself)
-                    # the plan was redeployed while these events were on their way: the new runtime takes them
-                    self._send((replacement,), rows, timestamps)
-                    continue
-                # one plan's failure must not stop the others or the receiver
-                with self._stats_lock:
-                    self._stats.failed += len(rows)
-                log.exception(
-                    "plan %s failed on %s of %s", binding.plan, counted(len(rows), "event"), binding.stream
-                )
-        for journal, position in logged:
-            journal.durable(position)
+                started = perf_counter()
+                try:
+                    failed += self._send_one(binding, rows, timestamps, columns, logged)
+                except (InputLogError, NotLeading) as exc:  # not logged, so not processed: refuse the bundle
+                    refused = exc
+                    log.error("plan %s refused %s: %s", binding.plan, counted(len(rows), "event"), exc)
+                if received is not None:
+                    timed.append((binding.plan, perf_counter() - started))
+            for journal, position in logged:
+                journal.durable(position)
+        finally:
+            if received is not None or failed:
+                self._tally(received, len(rows), failed, timed, routed=True)
         if refused is not None:
             raise refused
+
+    def _send_one(
+        self,
+        binding: Binding,
+        rows: list[Row],
+        timestamps: list[int] | int,
+        columns: tuple[Column, ...] | None,
+        logged: list[tuple[PlanJournal, int]],
+    ) -> int:
+        """Run `rows` through one plan; how many of them failed in it. `InputLogError` and
+        `NotLeading` (not logged, so not processed) propagate."""
+        journal = binding.journal
+        try:
+            if journal is None:
+                binding.runtime.send(binding.stream, rows, timestamps)
+            else:
+                logged.append((journal, journal.send(binding.stream, rows, timestamps, columns)))
+        except (InputLogError, NotLeading):
+            raise
+        except BundleFailed as exc:  # logged, and failed as a replay will: durable all the same
+            assert journal is not None
+            logged.append((journal, exc.position))
+            log.error(
+                "plan %s failed on %s of %s: %s",
+                binding.plan,
+                counted(len(rows), "event"),
+                binding.stream,
+                exc,
+            )
+            return len(rows)
+        except Exception:
+            replacement = None if journal is not None else self._redeployed(binding)
+            if replacement is not None:  # (a journal hands a bundle to the new runtime itself)
+                # the plan was redeployed while these events were on their way: the new runtime takes them
+                self._send((replacement,), rows, timestamps)
+                return 0
+            # one plan's failure must not stop the others or the receiver
+            log.exception(
+                "plan %s failed on %s of %s", binding.plan, counted(len(rows), "event"), binding.stream
+            )
+            return len(rows)
+        return 0

@@ -6,6 +6,10 @@ is the reverse, so that nothing acknowledged is lost: receivers close first (a T
 or HTTP request in progress finishes, and its events are in the plans and then in the
 adapters' buffers by the time it is acknowledged), then the plans stop, then every adapter
 delivers its buffer (up to `adapters.stop_timeout_seconds`).
+
+The HTTP port also serves the operations endpoints (`app.console.ops`: `/metrics`, `/livez`,
+`/readyz`) from `ops_numbers` and `readiness`. The registry counts as reachable while the
+watcher's last poll read it.
 """
 
 from __future__ import annotations
@@ -21,11 +25,13 @@ from typing import Any
 from adapters.output.throttle import Throttle
 from adapters.thrift import DataBridgeServer, ServerSettings
 from app.config import Config, Login
+from app.console.ops import Numbers, Readiness, ops_blueprint
 from app.node import heap
 from app.node.auth import Credentials, LoginThrottle, ThrottleSettings
 from app.node.catalog import StreamCatalog
 from app.node.cluster import Cluster, ClusterSettings
 from app.node.errors import NodeError
+from app.node.http_api import login_refusal
 from app.node.http_events import events_blueprint
 from app.node.http_limits import Limits
 from app.node.http_screen import address_lockout
@@ -137,6 +143,7 @@ class Node:
         self._stopping = threading.Event()
         self._watcher: threading.Thread | None = None
         self._watch_errors = Throttle(30.0)
+        self._registry_reachable = True  # the watcher's last poll read the registry
         self._started = False
         self._serving = False  # started completely: only then is a final snapshot worth taking
 
@@ -211,7 +218,12 @@ class Node:
             max_json_depth=cfg.http.max_json_depth,
         )
         snapshots = snapshots_blueprint(self.plans, self.snapshots, self.credentials)
-        app = create_web_app([bp, snapshots], self.health, self.credentials)
+        ops = ops_blueprint(
+            self.ops_numbers,
+            self.readiness,
+            None if cfg.console.metrics_public else lambda: login_refusal(self.credentials),
+        )
+        app = create_web_app([bp, snapshots, ops], self.health, self.credentials)
         try:
             self.web = WebServer(
                 app,
@@ -228,8 +240,8 @@ class Node:
             raise NodeError(msg) from None
         self.web.start()
         log.info(
-            "http listening on %s:%d (/health, /health/details, POST /events/<stream>:<version>, "
-            "POST /api/v1/plans/<plan>/snapshots[/<id>/restore])",
+            "http listening on %s:%d (/health, /health/details, /metrics, /livez, /readyz, "
+            "POST /events/<stream>:<version>, POST /api/v1/plans/<plan>/snapshots[/<id>/restore])",
             cfg.console.host,
             self.web.port,
         )
@@ -301,14 +313,15 @@ class Node:
         while not self._stopping.wait(poll):
             try:
                 current = self.registry.revision()
-                if current == self._seen_revision:
-                    continue
-                changes = self.registry.changes_since(self._seen_revision)
-                log.info("registry revision %d: %s", current, _describe(changes))
-                if any(c.kind == "user" for c in changes):
-                    self.credentials.forget()
-                self.reconcile()
+                if current != self._seen_revision:
+                    changes = self.registry.changes_since(self._seen_revision)
+                    log.info("registry revision %d: %s", current, _describe(changes))
+                    if any(c.kind == "user" for c in changes):
+                        self.credentials.forget()
+                    self.reconcile()
+                self._registry_reachable = True
             except Exception as exc:  # the registry may be down for a while: keep running what we have
+                self._registry_reachable = False
                 allowed, held = self._watch_errors.allow()
                 if allowed:
                     log.warning(
@@ -343,6 +356,33 @@ class Node:
             "input_log_bytes": {} if self.journals is None else self.journals.sizes(),
             "cluster": None if self.cluster is None else self.cluster.status(),
         }
+
+    def ops_numbers(self) -> Numbers:
+        """What `/metrics` shows, read now."""
+        stats = self.ingress.stats()
+        restoring = self.plans.restoring()
+        states = {name: s.state for name, s in self.plans.status().items()}
+        states.update(dict.fromkeys(restoring, "restoring"))
+        return Numbers(
+            received=stats.received,
+            unrouted=stats.unrouted,
+            failed=stats.failed,
+            emitted=self.plans.emitted(),
+            latency=stats.latency,
+            plans=states,
+            notifier={} if self.cluster is None else self.cluster.roles(),
+            adapters=self.outputs.stats(),
+            registry_reachable=self._registry_reachable,
+        )
+
+    def readiness(self) -> Readiness:
+        """What `/readyz` decides on."""
+        return Readiness(
+            starting=not self._serving,
+            stopping=self._stopping.is_set(),
+            registry_reachable=self._registry_reachable,
+            restoring=self.plans.restoring(),
+        )
 
     # ---- stop -------------------------------------------------------------------------------------
 

@@ -14,6 +14,11 @@ With an input log (`journals`), a persistence-mode plan runs through its `PlanJo
 input and timer firings are logged before they are processed, on a logged clock, and a plan
 deployed anew replays the log after the snapshot it was restored from (`recover`), so it
 carries on exactly where the last process stopped. Its outputs carry their provenance.
+
+For the operations metrics: the events each plan emitted on each exported stream (`emitted`,
+counted in the plan's export callback, which its runtime's lock serialises, so without a lock
+of its own), and the plans restoring a snapshot or replaying their input log right now
+(`restoring`, while `apply` deploys them).
 """
 
 from __future__ import annotations
@@ -98,6 +103,9 @@ class PlanManager:
         self._wake = threading.Event()
         self._clock_thread: threading.Thread | None = None
         self._timer_errors = Throttle(10.0)
+        # (plan, exported stream id) → [events emitted]; the cell outlives a redeploy
+        self._emitted: dict[tuple[str, str], list[int]] = {}
+        self._restoring: dict[str, str] = {}  # plan → what it is doing ("restoring a snapshot", ...)
 
     # ---- deployment ----------------------------------------------------------------------
 
@@ -148,10 +156,13 @@ class PlanManager:
                 else:
                     if fresh.journal is not None:
                         fresh.journal.runtime = fresh.runtime
-                    if self._restore is not None and persistent(plan):
-                        self._restore_into(plan, fresh)
-                    elif fresh.journal is not None:
-                        self._recover_log(fresh.journal)
+                    try:
+                        if self._restore is not None and persistent(plan):
+                            self._restore_into(plan, fresh)
+                        elif fresh.journal is not None:
+                            self._recover_log(fresh.journal)
+                    finally:
+                        self._restoring.pop(name, None)
                 deployed[name] = fresh
                 fresh_names.add(name)
                 status[name] = PlanStatus(name, "running")
@@ -219,6 +230,7 @@ class PlanManager:
     def _restore_into(self, plan: ExecutionPlan, fresh: Deployed) -> None:
         """Restore the plan's newest snapshot, then replay its input log after it."""
         assert self._restore is not None
+        self._restoring[plan.name] = "restoring a snapshot"
         try:
             restored = self._restore(plan, fresh.runtime)
         except Exception:  # a snapshot must never keep a plan from running
@@ -232,6 +244,7 @@ class PlanManager:
             return
         meta = restored.meta
         replica = self._redundant(plan)
+        self._restoring[plan.name] = "replaying the input log"
         try:
             if meta is None:
                 journal.recover(restored=False, replica=replica)
@@ -242,9 +255,9 @@ class PlanManager:
                 "plan %s: its input log cannot be replayed; it runs on from its snapshot", plan.name
             )
 
-    @staticmethod
-    def _recover_log(journal: PlanJournal) -> None:
+    def _recover_log(self, journal: PlanJournal) -> None:
         """A redundant plan without snapshots starts from its whole input log, if it has it."""
+        self._restoring[journal.plan] = "replaying the input log"
         try:
             journal.recover(restored=False, replica=True)
         except Exception:
@@ -297,8 +310,10 @@ class PlanManager:
         self, plan: str, stream_id: str, journal: PlanJournal | None, gate: OutputGate | None = None
     ) -> Callable[[list[Event]], None]:
         outputs, ingress = self._outputs, self._ingress
+        emitted = self._emitted.setdefault((plan, stream_id), [0])
 
         def export(events: list[Event]) -> None:
+            emitted[0] += len(events)
             if journal is None:
                 outputs.emit(stream_id, events)
             else:
@@ -360,6 +375,14 @@ class PlanManager:
 
     def status(self) -> dict[str, PlanStatus]:
         return dict(self._status)
+
+    def emitted(self) -> dict[tuple[str, str], int]:
+        """Events emitted so far per (plan, exported stream id), redeploys included."""
+        return {key: cell[0] for key, cell in list(self._emitted.items())}
+
+    def restoring(self) -> dict[str, str]:
+        """The plans being restored or replayed now, and which of the two."""
+        return dict(self._restoring)
 
     def runtime(self, name: str) -> Runtime | None:
         d = self._deployed.get(name)

@@ -15,7 +15,7 @@ from engine.errors import ConfigError
 REPO = Path(__file__).resolve().parents[3]
 
 
-@pytest.mark.parametrize("name", ["http", "login", "adapters"])
+@pytest.mark.parametrize("name", ["console", "http", "login", "adapters"])
 def test_shipped_config_documents_every_key_of_the_section(name: str) -> None:
     shipped = load(REPO / "conf" / "cepheus.toml", env={})
     assert getattr(shipped, name) == getattr(load(env={}), name)
@@ -81,3 +81,10 @@ def test_adapters_linger_reaches_the_adapters_as_their_default_and_is_bounded() 
     assert with_defaults(entry, cfg.adapters)["linger_ms"] == 2.5
     with pytest.raises(ConfigError, match=r"^adapters.linger_ms must be from 0 to 1000$"):
         load(env={}, overrides={"adapters": {"linger_ms": 1001}})
+
+
+def test_metrics_are_public_unless_the_console_says_otherwise() -> None:
+    assert load(env={}).console.metrics_public is True
+    assert load(env={"CEPHEUS__CONSOLE__METRICS_PUBLIC": "false"}).console.metrics_public is False
+    with pytest.raises(ConfigError, match=r"console\.metrics_public must be bool"):
+        load(env={"CEPHEUS__CONSOLE__METRICS_PUBLIC": "maybe"})

@@ -65,3 +65,10 @@ def test_a_refusal_is_a_json_reply_that_closes() -> None:
     assert {"Retry-After: 5", "Connection: close", "Content-Type: application/json"} <= set(lines)
     assert f"Content-Length: {len(body)}" in lines
     assert json.loads(body) == {"error": "slow down"}
+
+
+def test_the_probes_are_never_refused_to_a_locked_out_address() -> None:
+    for path in ("/livez", "/readyz"):
+        assert locked(2.2).head(Head(command="GET", path=path, headers={}), "10.0.0.9") is None
+    refusal = locked(2.2).head(Head(command="GET", path="/metrics", headers={}), "10.0.0.9")
+    assert refusal is not None and refusal.status == 429

@@ -400,3 +400,34 @@ def test_a_failing_restore_hook_never_keeps_a_plan_from_running(
         assert "restoring its snapshot failed" in caplog.text
     finally:
         m.close()
+
+
+def test_the_counts_for_metrics_follow_a_bundle_through_chained_plans(m: Manager) -> None:
+    m.apply(ExecutionPlan("A", PLAN_A), ExecutionPlan("B", PLAN_B))
+    m.ingress.publish_rows("s1:1.0.0", [("web", 4), ("web", 1), ("web", 6)], [5000, 5001, 5002])
+    m.ingress.publish_rows("s1:1.0.0", [("web", 9)], [5003])
+    m.ingress.publish_rows("s3:1.0.0", [(1,)], [5004])  # no plan imports it
+    stats = m.ingress.stats()
+    assert stats.received == {"s1:1.0.0": 4, "s3:1.0.0": 1}
+    assert stats.unrouted == {"s3:1.0.0": 1}
+    assert m.plans.emitted() == {("A", "s2:1.0.0"): 3, ("B", "s3:1.0.0"): 3}
+    # one observation per bundle from a receiver; B's share is timed inside A's send
+    assert {plan: sum(h.counts) for plan, h in stats.latency.items()} == {"A": 2}
+    assert stats.latency["A"].seconds > 0
+
+
+def test_a_plan_restoring_its_snapshot_is_reported_until_it_runs(tmp_path: Path) -> None:
+    m = Manager(tmp_path)
+    seen: list[dict[str, str]] = []
+
+    def restore(plan: ExecutionPlan, runtime: engine.Runtime) -> Restored:
+        seen.append(m.plans.restoring())
+        return Restored()
+
+    m.plans = PlanManager(m.catalog, m.ingress, m.outputs, restore=restore)
+    try:
+        assert m.apply(ExecutionPlan("counts", COUNTS, snapshot_interval_minutes=1)) == running("counts")
+        assert seen == [{"counts": "restoring a snapshot"}]
+        assert m.plans.restoring() == {}
+    finally:
+        m.close()
