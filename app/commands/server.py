@@ -60,6 +60,9 @@ def server(config_path: str | None, port_offset: int | None, discard_state: bool
     )
     try:
         node.run_until_signalled()
+        if node.restart_requested:
+            logging.getLogger("cepheus.node").info("restarting (requested from the console)")
+            os.execv(sys.executable, [sys.executable, "-m", "app.cli", *sys.argv[1:]])
     except CEPError as exc:
         logging.getLogger("cepheus.node").error("cannot start: %s", exc)
         sys.exit(1)

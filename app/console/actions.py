@@ -16,6 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 from flask import Response
 
+import engine
 from app.console.entities import RESOURCES, EntityError, Resource, check_settings, from_json
 from app.registry import InUseError, InvalidPlan, Outcome, Registry, RegistryError, ValidationError
 from app.registry.plans import ExecutionPlan, check_text, plan_name
@@ -60,8 +61,8 @@ def refusal(exc: RegistryError) -> ApiError:
         )
     if isinstance(exc, InUseError):
         return ApiError(409, str(exc))
-    if isinstance(exc, ValidationError):
-        return ApiError(422, str(exc), exc.field)
+    if isinstance(exc, ValidationError):  # settings sit beside the fixed keys in the API's JSON
+        return ApiError(422, str(exc), exc.field.removeprefix("config.").removeprefix("options."))
     return ApiError(400, str(exc))
 
 
@@ -73,6 +74,14 @@ def resource(name: str) -> Resource:
 
 
 def parsed(res: Resource, data: Any) -> Any:
+    if res.name == "plans" and isinstance(data, dict) and isinstance(data.get("text"), str):
+        try:
+            engine.validate(data["text"])
+        except QueryError as exc:
+            first = exc.errors[0]
+            raise ApiError(
+                422, f"text: {first.line}:{first.col}: {first.message}", "text", errors=query_errors(exc)
+            ) from None
     try:
         return from_json(res, data)
     except EntityError as exc:

@@ -43,8 +43,7 @@ def events_blueprint(
             return json_error(
                 404, f"stream {stream_id!r}: give the stream as name:version, e.g. /events/orderStream:1.0.0"
             )
-        stream = catalog.get(stream_id)
-        if stream is None:
+        if catalog.get(stream_id) is None:
             return json_error(404, f"stream {stream_id} is not defined")
         length = request.content_length
         if length is not None and length > max_request_bytes:
@@ -57,11 +56,22 @@ def events_blueprint(
         except JsonBodyError as exc:
             return json_error(400, str(exc))
         try:
-            rows, stamps = rows_from_json(body, stream)
-        except EventFormatError as exc:
+            accepted = publish_json(catalog, ingress, stream_id, body)
+        except (EventFormatError, LookupError) as exc:
             return json_error(400, str(exc))
-        now = wall_ms()
-        ingress.publish_rows(stream_id, rows, [now if t is None else t for t in stamps])
-        return Response(json.dumps({"accepted": len(rows)}), mimetype="application/json")
+        return Response(json.dumps({"accepted": accepted}), mimetype="application/json")
 
     return bp
+
+
+def publish_json(catalog: StreamCatalog, ingress: Ingress, stream_id: str, body: object) -> int:
+    """Events of a JSON body into `stream_id` (all or none); how many. Raises `LookupError` for a
+    stream not defined, `EventFormatError` naming the event and attribute."""
+    stream = catalog.get(stream_id)
+    if stream is None:
+        msg = f"stream {stream_id} is not defined"
+        raise LookupError(msg)
+    rows, stamps = rows_from_json(body, stream)
+    now = wall_ms()
+    ingress.publish_rows(stream_id, rows, [now if t is None else t for t in stamps])
+    return len(rows)

@@ -29,6 +29,7 @@ from adapters.thrift import Column, WireEvent, WireEvents
 from adapters.wording import counted
 from app.node.journal import BundleFailed, NotLeading, PlanJournal, wall_ms
 from app.node.latency import Latency, LatencyHistogram
+from app.node.tracer import Tracer
 from app.persistence.errors import InputLogError
 from engine import Runtime
 
@@ -63,6 +64,7 @@ class Ingress:
         self._stats_lock = threading.Lock()
         self._stats = IngressStats()
         self._latency: dict[str, LatencyHistogram] = {}  # per plan, under the statistics lock
+        self.tracer = Tracer()
 
     def set_routes(self, routes: Mapping[str, tuple[Binding, ...]]) -> None:
         self._routes = dict(routes)
@@ -185,6 +187,8 @@ class Ingress:
         """Run `rows` through every plan of `bindings`. `received`: the stream they were
         received on, counted with the time each plan took; None (forwarded by a plan, or a
         redeployed plan's retry): untimed, and the statistics lock is taken only on a failure."""
+        if received is not None:
+            self.tracer.record(received, rows, timestamps)
         logged: list[tuple[PlanJournal, int]] = []
         refused: InputLogError | NotLeading | None = None
         failed = 0

@@ -32,7 +32,7 @@ from app.node.catalog import StreamCatalog
 from app.node.cluster import Cluster, ClusterSettings
 from app.node.errors import NodeError
 from app.node.http_api import login_refusal
-from app.node.http_events import events_blueprint
+from app.node.http_events import events_blueprint, publish_json
 from app.node.http_limits import Limits
 from app.node.http_screen import address_lockout
 from app.node.http_server import WebServer
@@ -43,7 +43,6 @@ from app.node.outputs import OutputHub
 from app.node.plans import PlanManager
 from app.node.receiver import RegistryHandler
 from app.node.snapshots import SnapshotKeeper
-from app.node.web import create_web_app
 from app.persistence.input_log import InputLog
 from app.private_files import private_dir
 from app.registry import Change, Receiver, Registry
@@ -141,6 +140,8 @@ class Node:
         self._reconcile_lock = threading.Lock()
         self._seen_revision = 0
         self._stopping = threading.Event()
+        self._stop_requested = threading.Event()  # the console asked for a graceful stop
+        self.restart_requested = False
         self._watcher: threading.Thread | None = None
         self._watch_errors = Throttle(30.0)
         self._registry_reachable = True  # the watcher's last poll read the registry
@@ -208,6 +209,10 @@ class Node:
         log.info("node %s started", cfg.node_id)
 
     def _start_web(self) -> None:
+        # the console builds on modules of this package: imported here, once the package is
+        from app.console.services import ConsoleServices
+        from app.webapp import create_app
+
         cfg = self.config
         bp = events_blueprint(
             self.catalog,
@@ -223,7 +228,19 @@ class Node:
             self.readiness,
             None if cfg.console.metrics_public else lambda: login_refusal(self.credentials),
         )
-        app = create_web_app([bp, snapshots, ops], self.health, self.credentials)
+        services = ConsoleServices(
+            registry=self.registry,
+            credentials=self.credentials,
+            node_id=cfg.node_id,
+            health=self.health,
+            send_events=lambda stream_id, body: publish_json(self.catalog, self.ingress, stream_id, body),
+            trace=self._trace,
+            restart=lambda: self.request_stop(restart=True),
+            shutdown=lambda: self.request_stop(restart=False),
+            max_json_depth=cfg.http.max_json_depth,
+            blueprints=(bp, snapshots, ops),
+        )
+        app = create_app(cfg, services)
         try:
             self.web = WebServer(
                 app,
@@ -240,8 +257,8 @@ class Node:
             raise NodeError(msg) from None
         self.web.start()
         log.info(
-            "http listening on %s:%d (/health, /health/details, /metrics, /livez, /readyz, "
-            "POST /events/<stream>:<version>, POST /api/v1/plans/<plan>/snapshots[/<id>/restore])",
+            "http listening on %s:%d (the console at /, its API under /api/v1/, /health, /metrics, "
+            "/livez, /readyz, POST /events/<stream>:<version>)",
             cfg.console.host,
             self.web.port,
         )
@@ -421,11 +438,28 @@ class Node:
         self.registry.close()
         log.info("node %s stopped", self.config.node_id)
 
+    def request_stop(self, *, restart: bool) -> None:
+        """Ask the main thread (in `run_until_signalled`) for a graceful stop, and a restart
+        after it if `restart`; returns at once (the caller may be serving a request)."""
+        self.restart_requested = restart
+        self._stop_requested.set()
+
+    def _trace(self, stream_id: str, limit: int) -> list[dict[str, Any]]:
+        known = self.catalog.get(stream_id)
+        if known is None:
+            msg = f"stream {stream_id} is not defined"
+            raise LookupError(msg)
+        names = [name for name, _ in known.attributes]
+        return [
+            {"timestamp": ts, "data": dict(zip(names, row, strict=False))}
+            for ts, row in self.ingress.tracer.last(stream_id, limit)
+        ]
+
     def run_until_signalled(self) -> None:
-        """Start, serve until SIGTERM or SIGINT, then stop gracefully. The objects alive once the
+        """Start, serve until SIGTERM or SIGINT (or `request_stop`), then stop gracefully. The objects alive once the
         node has started, and again after each registry change, are frozen out of the garbage
         collector's full passes (`heap.settle`)."""
-        done = threading.Event()
+        done = self._stop_requested
 
         def on_signal(signum: int, _frame: Any) -> None:
             log.info("received %s", signal.Signals(signum).name)

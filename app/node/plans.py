@@ -312,8 +312,12 @@ class PlanManager:
         outputs, ingress = self._outputs, self._ingress
         emitted = self._emitted.setdefault((plan, stream_id), [0])
 
+        tracer = ingress.tracer
+
         def export(events: list[Event]) -> None:
             emitted[0] += len(events)
+            if stream_id in tracer.watched:
+                tracer.record(stream_id, [tuple(e.data) for e in events], [e.timestamp for e in events])
             if journal is None:
                 outputs.emit(stream_id, events)
             else:

@@ -1,0 +1,319 @@
+"""The console's JSON API on a real SQLite registry: every resource, bad input refused with the
+field (nothing written), authorization by role and token, CSRF for sessions, and every reply
+checked against the OpenAPI document the API serves."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import jsonschema
+import pytest
+from openapi_spec_validator import validate as validate_spec
+from werkzeug.test import TestResponse
+
+from app.console.openapi import document
+from tests.unit.app.console.conftest import ADMIN_PASSWORD, Console_, basic
+
+PIZZA_STREAM = {
+    "name": "pizzaOrders",
+    "version": "1.0.0",
+    "payload": [{"name": "orderNo", "type": "STRING"}, {"name": "price", "type": "DOUBLE"}],
+}
+PLAN = """@Plan:name('orders')
+@Import('pizzaOrders:1.0.0')
+define stream Orders (orderNo string, price double);
+@Export('bigOrders:1.0.0')
+define stream Big (orderNo string, price double);
+from Orders[price > 20] select orderNo, price insert into Big;
+"""
+BIG_STREAM = PIZZA_STREAM | {"name": "bigOrders"}
+
+SPEC = document()
+validate_spec(SPEC)  # the document itself is valid OpenAPI 3.1
+
+
+def conforms(reply: TestResponse, method: str, template: str) -> Any:
+    """The reply's JSON, checked against the document's schema for `template` and its status."""
+    operation = SPEC["paths"][template][method.lower()]
+    answer = operation["responses"].get(str(reply.status_code))
+    assert answer is not None, (
+        f"{method} {template}: {reply.status_code} is not documented: {reply.get_data(as_text=True)}"
+    )
+    if "content" not in answer:
+        assert not reply.get_data(), f"{method} {template}: {reply.status_code} has a body"
+        return None
+    assert reply.mimetype == "application/json"
+    body = reply.get_json()
+    schema = answer["content"]["application/json"]["schema"] | {"components": SPEC["components"]}
+    jsonschema.validate(body, schema, cls=jsonschema.Draft202012Validator)
+    return body
+
+
+def call(
+    console: Console_, method: str, url: str, template: str, headers: dict[str, str], **kw: Any
+) -> tuple[int, Any]:
+    reply = console.client().open(f"/api/v1{url}", method=method, headers=headers, **kw)
+    return reply.status_code, conforms(reply, method, template)
+
+
+def test_without_credentials_the_api_answers_json_401_and_pages_send_to_the_login(console: Console_) -> None:
+    reply = console.client().get("/api/v1/streams")
+    assert reply.status_code == 401 and reply.get_json()["error"].startswith("log in")
+    reply = console.client().get(
+        "/api/v1/streams", headers={"Authorization": "Bearer cep_0000000000000000_" + "x" * 43}
+    )
+    assert reply.status_code == 401 and "revoked" in reply.get_json()["error"]
+    reply = console.client().get("/api/v1/streams", headers=basic("admin", "wrong-password"))
+    assert reply.status_code == 401
+    page = console.client().get("/plans")
+    assert page.status_code == 302 and page.headers["Location"].startswith("/login")
+    assert console.client().get("/api/v1/streams", headers=basic("admin", ADMIN_PASSWORD)).status_code == 200
+
+
+def test_streams_plans_and_their_references(console: Console_) -> None:
+    admin = console.admin()
+    status, body = call(console, "POST", "/streams", "/streams", admin, json=PIZZA_STREAM)
+    assert status == 201 and body["id"] == "pizzaOrders:1.0.0"
+    status, _ = call(console, "POST", "/streams", "/streams", admin, json=PIZZA_STREAM)
+    assert status == 409
+    call(console, "PUT", "/streams/bigOrders:1.0.0", "/streams/{id}", admin, json=BIG_STREAM)
+    status, body = call(console, "POST", "/plans", "/plans", admin, json={"text": PLAN})
+    assert status == 201 and body["name"] == "orders" and body["enabled"] is True
+    status, body = call(console, "GET", "/plans", "/plans", admin)
+    assert [p["name"] for p in body] == ["orders"]
+    status, body = call(console, "POST", "/plans/orders/undeploy", "/plans/{name}/undeploy", admin)
+    assert status == 200 and body["enabled"] is False
+    status, body = call(console, "DELETE", "/streams/pizzaOrders:1.0.0", "/streams/{id}", admin)
+    assert status == 409 and "orders" in body["error"]  # names the plan that uses it
+    assert console.registry.get_stream("pizzaOrders:1.0.0") is not None
+    status, _ = call(console, "DELETE", "/plans/orders", "/plans/{name}", admin)
+    assert status == 204
+    status, _ = call(console, "DELETE", "/streams/pizzaOrders:1.0.0", "/streams/{id}", admin)
+    assert status == 204
+    status, _ = call(console, "GET", "/streams/pizzaOrders:1.0.0", "/streams/{id}", admin)
+    assert status == 404
+
+
+def test_a_plan_that_does_not_compile_is_refused_with_every_position(console: Console_) -> None:
+    admin = console.admin()
+    call(console, "POST", "/streams", "/streams", admin, json=PIZZA_STREAM)
+    broken = "@Plan:name('p')\n@Import('pizzaOrders:1.0.0')\ndefine stream Orders (orderNo string, price double);\nfrom Orders[price >> 20] select orderNo insert into Out;\n"
+    revision = console.registry.revision()
+    status, body = call(console, "POST", "/plans", "/plans", admin, json={"text": broken})
+    assert status == 422 and body["field"] == "text"
+    assert body["errors"][0]["line"] == 4 and body["errors"][0]["col"] >= 13
+    assert re.search(r"4:\d+", body["error"])
+    status, body = call(console, "POST", "/plans/validate", "/plans/validate", admin, json={"text": broken})
+    assert status == 200 and body["valid"] is False and body["errors"][0]["line"] == 4
+    wrong_stream = PLAN.replace("price double);\n@Export", "price int);\n@Export")
+    status, body = call(
+        console, "POST", "/plans/validate", "/plans/validate", admin, json={"text": wrong_stream}
+    )
+    assert body["valid"] is False and "does not match" in body["errors"][0]["message"]
+    assert console.registry.revision() == revision and console.registry.list_plans() == []
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        (PIZZA_STREAM | {"colour": "red"}, "colour"),  # unknown field
+        (PIZZA_STREAM | {"name": "x'; DROP TABLE cep_streams;--"}, "name"),  # SQL in a name
+        (PIZZA_STREAM | {"name": "<script>alert(1)</script>"}, "name"),  # script in a name
+        (PIZZA_STREAM | {"payload": [{"name": "price", "type": "MONEY"}]}, None),  # wrong type
+        (PIZZA_STREAM | {"version": 7}, "version"),  # wrong JSON type
+    ],
+)
+def test_bad_streams_are_refused_and_nothing_changes(
+    console: Console_, body: dict[str, Any], field: str | None
+) -> None:
+    revision = console.registry.revision()
+    status, reply = call(console, "POST", "/streams", "/streams", console.admin(), json=body)
+    assert 400 <= status < 500, reply
+    if field is not None:
+        assert reply.get("field") == field, reply
+    assert console.registry.revision() == revision and console.registry.list_streams() == []
+
+
+def test_connector_settings_are_checked_by_building_them(console: Console_, tmp_path: Any) -> None:
+    admin = console.admin()
+    call(console, "POST", "/streams", "/streams", admin, json=PIZZA_STREAM)
+    url = f"sqlite:///{tmp_path / 'sink.db'}"
+    status, _ = call(
+        console, "POST", "/datasources", "/datasources", admin, json={"name": "sink", "url": url}
+    )
+    assert status == 201
+    adapter = {"name": "orders", "type": "rdbms", "datasource": "sink", "table": "orders"}
+    status, body = call(console, "POST", "/adapters", "/adapters", admin, json=adapter | {"tabel": "x"})
+    assert status == 422 and body["field"] == "tabel", body
+    status, body = call(
+        console, "POST", "/adapters", "/adapters", admin, json=adapter | {"datasource": "nowhere"}
+    )
+    assert status == 422 and "nowhere" in body["error"]
+    status, _ = call(console, "POST", "/adapters", "/adapters", admin, json=adapter)
+    assert status == 201
+    formatter = {"name": "f", "stream": "pizzaOrders:1.0.0", "adapter": "orders", "type": "map"}
+    status, body = call(
+        console,
+        "POST",
+        "/formatters",
+        "/formatters",
+        admin,
+        json=formatter | {"mappings": {"price'--": "cost"}},
+    )
+    assert status == 422 and "cost" in body["error"] and body["field"].startswith("mappings."), body
+    status, body = call(
+        console,
+        "POST",
+        "/formatters",
+        "/formatters",
+        admin,
+        json=formatter | {"mappings": {"order_no": "orderNo"}},
+    )
+    assert status == 201 and body["mappings"] == {"order_no": "orderNo"}
+    status, body = call(console, "DELETE", "/adapters/orders", "/adapters/{name}", admin)
+    assert status == 409 and "f" in body["error"]
+    assert [a.name for a in console.registry.list_adapters()] == ["orders"]
+
+
+def test_a_viewer_reads_everything_and_changes_nothing_but_their_own_tokens(console: Console_) -> None:
+    call(console, "POST", "/streams", "/streams", console.admin(), json=PIZZA_STREAM)
+    viewer = console.viewer()
+    revision = console.registry.revision()
+    status, body = call(console, "GET", "/streams", "/streams", viewer)
+    assert status == 200 and len(body) == 1
+    for method, url, template, kw in [
+        ("POST", "/streams", "/streams", {"json": BIG_STREAM}),
+        ("DELETE", "/streams/pizzaOrders:1.0.0", "/streams/{id}", {}),
+        ("POST", "/users", "/users", {"json": {"name": "eve", "password": "12345678", "role": "admin"}}),
+        ("POST", "/server/restart", "/server/restart", {"json": {"confirm": True}}),
+    ]:
+        status, body = call(console, method, url, template, viewer, **kw)
+        assert status == 403 and "viewer" in body["error"], (url, body)
+    status, body = call(console, "PATCH", "/users/victor", "/users/{name}", viewer, json={"role": "admin"})
+    assert status == 403
+    assert console.registry.revision() == revision and console.requests == []
+    status, body = call(console, "POST", "/tokens", "/tokens", viewer, json={"label": "mine"})
+    assert status == 201 and body["user"] == "victor" and body["token"].startswith("cep_")
+    status, _ = call(console, "DELETE", f"/tokens/{body['id']}", "/tokens/{id}", viewer)
+    assert status == 204
+
+
+def test_tokens_and_users(console: Console_) -> None:
+    admin = console.admin()
+    status, body = call(
+        console,
+        "POST",
+        "/users",
+        "/users",
+        admin,
+        json={"name": "olga", "password": "olga-password", "role": "admin"},
+    )
+    assert status == 201 and body == {"name": "olga", "role": "admin"}
+    status, body = call(console, "POST", "/users", "/users", admin, json={"name": "p", "password": "short"})
+    assert status == 422 and body["field"] == "password"
+    status, body = call(
+        console,
+        "POST",
+        "/users",
+        "/users",
+        admin,
+        json={"name": "q", "password": "long-enough", "is_admin": True},
+    )
+    assert status == 422 and body["field"] == "is_admin"
+    status, body = call(console, "PATCH", "/users/olga", "/users/{name}", admin, json={"role": "root"})
+    assert status == 422 and body["field"] == "role"
+    token = (
+        console.client()
+        .post("/api/v1/tokens", headers=basic("olga", "olga-password"), json={"label": "ci"})
+        .get_json()
+    )
+    olga = {"Authorization": f"Bearer {token['token']}"}
+    status, body = call(console, "GET", "/", "/", olga)
+    assert body["user"] == {"name": "olga", "role": "admin", "via": "token"}
+    status, body = call(console, "GET", "/tokens", "/tokens", olga)
+    assert [t["id"] for t in body] == [token["id"]] and "token" not in body[0]  # shown once only
+    status, _ = call(console, "DELETE", f"/tokens/{token['id']}", "/tokens/{id}", admin)
+    assert status == 204
+    status, _ = call(console, "GET", "/", "/", olga)
+    assert status == 401
+    status, _ = call(console, "DELETE", "/users/olga", "/users/{name}", admin)
+    assert status == 204
+    status, body = call(console, "DELETE", "/users/admin", "/users/{name}", admin)
+    assert status == 409 and "last admin" in body["error"]
+
+
+def test_a_session_needs_its_csrf_token_to_change_anything(console: Console_) -> None:
+    client, token = console.session()
+    assert client.get("/api/v1/streams").status_code == 200
+    refused = client.post("/api/v1/streams", json=PIZZA_STREAM)
+    assert refused.status_code == 400 and "CSRF" in refused.get_json()["error"]
+    refused = client.post("/api/v1/streams", json=PIZZA_STREAM, headers={"X-CSRFToken": "forged"})
+    assert refused.status_code == 400
+    assert console.registry.list_streams() == []
+    accepted = client.post("/api/v1/streams", json=PIZZA_STREAM, headers={"X-CSRFToken": token})
+    assert accepted.status_code == 201
+    form = client.post("/streams", data={"name": "other", "payload": "x INT"})
+    assert form.status_code == 400 and console.registry.get_stream("other:1.0.0") is None
+
+
+def test_logins_are_rate_limited(console: Console_) -> None:
+    client = console.client()
+    page = client.get("/login").get_data(as_text=True)
+    token = re.search(r'name="csrf-token" content="([^"]+)"', page)
+    assert token
+    statuses = [
+        client.post(
+            "/login", data={"username": "admin", "password": f"guess-{i}", "csrf_token": token.group(1)}
+        ).status_code
+        for i in range(5)
+    ]
+    assert statuses[:3] == [401, 401, 401] and statuses[-1] == 429
+    right = client.post(
+        "/login", data={"username": "admin", "password": ADMIN_PASSWORD, "csrf_token": token.group(1)}
+    )
+    assert right.status_code == 429  # locked out for a while, even with the right password
+    assert (
+        client.post("/login", data={"username": "admin", "password": ADMIN_PASSWORD}).status_code == 400
+    )  # no CSRF
+
+
+def test_pages_carry_security_headers_and_cookies_are_http_only(console: Console_) -> None:
+    reply = console.client().get("/login")
+    csp = reply.headers["Content-Security-Policy"]
+    assert "frame-ancestors 'none'" in csp and "script-src 'self'" in csp and "unsafe-inline" not in csp
+    assert reply.headers["X-Content-Type-Options"] == "nosniff"
+    cookie = reply.headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie
+    assert "<script>" not in reply.get_data(as_text=True)  # no inline script
+
+
+def test_simulator_cluster_and_server(console: Console_) -> None:
+    admin = console.admin()
+    status, body = call(
+        console, "POST", "/streams/in:1.0.0/events", "/streams/{id}/events", admin, json=[[1], [2]]
+    )
+    assert status == 200 and body == {"accepted": 2}
+    status, body = call(
+        console, "POST", "/streams/nope:1.0.0/events", "/streams/{id}/events", admin, json=[[1]]
+    )
+    assert status == 404
+    status, body = call(console, "GET", "/cluster", "/cluster", admin)
+    assert body["members"] == [] and body["leases"] == []
+    status, body = call(
+        console,
+        "PUT",
+        "/cluster/plans/p/notifier",
+        "/cluster/plans/{plan}/notifier",
+        admin,
+        json={"node": "ghost"},
+    )
+    assert status == 422 and body["field"] == "node"
+    status, body = call(console, "POST", "/server/restart", "/server/restart", admin, json={})
+    assert status == 422 and body["field"] == "confirm"
+    assert ("restart", None) not in console.requests
+    status, body = call(console, "POST", "/server/restart", "/server/restart", admin, json={"confirm": True})
+    assert status == 202 and ("restart", None) in console.requests
+    status, body = call(console, "GET", "/server", "/server", admin)
+    assert body["node"] == "node-t"
+    assert console.client().get("/api/v1/openapi.json").get_json() == SPEC
