@@ -3,11 +3,15 @@ SHELL := /bin/bash
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run replay test unit check lint typecheck contracts bench conformance clean venv ha-faults ha-soak
+.PHONY: run replay test unit browser check lint typecheck contracts bench conformance clean venv ha-faults ha-soak
 
 # Every target first makes sure of the venv (re-created if made from another interpreter).
 venv:
 	@scripts/setup_venv.sh $(VENV)
+
+# the console's browser tests drive Debian's chromium
+browser:
+	@scripts/setup_browser.sh
 
 ## make run: set everything up and run a node with the pizza-shop sample deployed (Ctrl-C stops it)
 run: venv
@@ -25,7 +29,7 @@ bench: venv
 	$(BIN)/python scripts/bench_input_log.py
 
 ## make test: set everything up and run the whole suite (lint, types, contracts, tests)
-test: venv check
+test: venv browser check
 	$(BIN)/pytest -q --require-services tests
 
 unit: venv

@@ -1,0 +1,140 @@
+"""The console on real `cepheus server` processes sharing a MariaDB registry: a change made
+through one node's API reaches the other node's running plans; a graceful restart asked over the
+API brings the same process back with its plans' state."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.databases import isolated_database
+from tests.support.nodes import ADMIN_PASSWORD, NodeProcess, wait_for
+
+pytestmark = [pytest.mark.slow]
+
+STREAM = {
+    "name": "readings",
+    "version": "1.0.0",
+    "payload": [{"name": "room", "type": "STRING"}, {"name": "v", "type": "LONG"}],
+}
+TOTALS = {
+    "name": "totals",
+    "version": "1.0.0",
+    "payload": [{"name": "room", "type": "STRING"}, {"name": "total", "type": "LONG"}],
+}
+PLAN = """@Plan:name('sums')
+@Import('readings:1.0.0')
+define stream In (room string, v long);
+@Export('totals:1.0.0')
+define stream Out (room string, total long);
+from In select room, sum(v) as total group by room insert into Out;
+"""
+
+
+def api(
+    node: NodeProcess, method: str, path: str, body: Any = None, token: str | None = None
+) -> tuple[int, Any]:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{node.console_port}/api/v1{path}",
+        method=method,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    if token is None:
+        request.add_header(
+            "Authorization", "Basic " + base64.b64encode(f"admin:{ADMIN_PASSWORD}".encode()).decode()
+        )
+    else:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as reply:  # noqa: S310 - test URL
+            raw = reply.read()
+            return reply.status, json.loads(raw) if raw else None
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"null")
+
+
+def plan_state(node: NodeProcess, plan: str) -> str | None:
+    state = node.health()["plans"].get(plan)
+    return None if state is None else str(state["state"])
+
+
+def test_a_change_through_one_nodes_api_reaches_the_other_node(tmp_path: Path, mysql_url: str) -> None:
+    with isolated_database(mysql_url, "cep_console") as registry:
+        for name in "ab":
+            (tmp_path / name).mkdir()
+        a, b = NodeProcess(tmp_path / "a", registry), NodeProcess(tmp_path / "b", registry)
+        try:
+            a.start()
+            b.start()
+            status, created = api(a, "POST", "/tokens", {"label": "integration"})
+            assert status == 201
+            token = created["token"]
+            for stream in (STREAM, TOTALS):
+                assert api(a, "POST", "/streams", stream, token)[0] == 201
+            status, body = api(a, "POST", "/plans", {"text": PLAN}, token)
+            assert status == 201, body
+            wait_for(lambda: plan_state(b, "sums") == "running", 20, f"node b to deploy sums: {b.health()}")
+            assert api(b, "GET", "/plans/sums", token=token)[1]["text"] == PLAN  # the token works on b too
+            assert api(a, "POST", "/plans/sums/undeploy", token=token)[0] == 200
+            wait_for(lambda: plan_state(b, "sums") == "disabled", 20, "node b to undeploy sums")
+            assert api(a, "DELETE", f"/tokens/{created['id']}", token=token)[0] == 204
+            assert api(b, "GET", "/plans", token=token)[0] == 401  # revoked everywhere
+        finally:
+            a.stop()
+            b.stop()
+
+
+def test_a_graceful_restart_over_the_api_brings_the_node_back_with_its_state(
+    tmp_path: Path, mysql_url: str
+) -> None:
+    with isolated_database(mysql_url, "cep_console") as registry:
+        node = NodeProcess(tmp_path, registry)
+        try:
+            node.start()
+            for stream in (STREAM, TOTALS):
+                assert api(node, "POST", "/streams", stream)[0] == 201
+            assert api(node, "POST", "/plans", {"text": PLAN, "snapshot_interval_minutes": 60})[0] == 201
+            wait_for(lambda: plan_state(node, "sums") == "running", 20, "the plan to run")
+            assert api(node, "POST", "/streams/readings:1.0.0/events", [["r1", 5], ["r1", 7]]) == (
+                200,
+                {"accepted": 2},
+            )
+            status, _ = api(node, "GET", "/streams/totals:1.0.0/trace")  # start watching the output
+            assert status == 200
+            assert api(node, "POST", "/server/restart", {"confirm": False})[0] == 422
+            assert node.process is not None
+            pid = node.process.pid
+            status, body = api(node, "POST", "/server/restart", {"confirm": True})
+            assert status == 202, body
+            wait_for(lambda: "restarting (requested from the console)" in node.log(), 30, "the restart")
+            wait_for(
+                lambda: _answers(node) and plan_state(node, "sums") == "running",
+                60,
+                f"the node to come back\n{node.log()[-3000:]}",
+            )
+            assert node.process.poll() is None and node.process.pid == pid  # the same process, re-executed
+            api(node, "GET", "/streams/totals:1.0.0/trace")
+            api(node, "POST", "/streams/readings:1.0.0/events", [["r1", 1]])
+            wait_for(
+                lambda: api(node, "GET", "/streams/totals:1.0.0/trace")[1], 10, "the output to be traced"
+            )
+            totals = [e["data"]["total"] for e in api(node, "GET", "/streams/totals:1.0.0/trace")[1]]
+            assert totals[-1] == 13  # 5 + 7 before the restart, + 1 after: the sum survived it
+            assert os.kill(pid, 0) is None
+        finally:
+            node.stop()
+
+
+def _answers(node: NodeProcess) -> bool:
+    try:
+        return node.health()["status"] == "ok"
+    except (OSError, urllib.error.URLError, ValueError):
+        return False
