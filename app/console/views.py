@@ -58,7 +58,7 @@ MAX_UPLOAD_EVENTS = 10_000
 
 def views_blueprint(services: ConsoleServices) -> Blueprint:
     bp = Blueprint(
-        "console", __name__, template_folder="templates", static_folder="static", static_url_path="/static"
+        "console", __name__, template_folder="templates", static_folder="static", static_url_path="/assets"
     )
     registry = services.registry
 
@@ -67,7 +67,7 @@ def views_blueprint(services: ConsoleServices) -> Blueprint:
 
     @bp.before_request
     def require_login() -> Page | None:
-        if request.endpoint in ("console.login", "console.static"):
+        if request.endpoint in ("console.login", "console.static", "console.favicon"):
             return None
         if not flask_login.current_user.is_authenticated:
             return redirect(url_for("console.login", next=request.full_path.rstrip("?")))
@@ -91,6 +91,10 @@ def views_blueprint(services: ConsoleServices) -> Blueprint:
             return redirect(request.referrer or then)
         flash(done, "ok")
         return redirect(then)
+
+    @bp.get("/favicon.ico")
+    def favicon() -> Page:
+        return redirect(url_for("console.static", filename="favicon.svg"), 301)
 
     # ---- login -----------------------------------------------------------------------------
 

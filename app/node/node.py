@@ -367,7 +367,8 @@ class Node:
             "status": "stopping" if self._stopping.is_set() else "ok",
             "node": self.config.node_id,
             "registry_revision": self._seen_revision,
-            "received": stats.received,
+            "received": stats.received,  # events per stream since start
+            "emitted": self._emitted_per_stream(),  # events the plans exported, per stream
             "plans": plans,
             "adapters": adapters,
             "input_log_bytes": {} if self.journals is None else self.journals.sizes(),
@@ -437,6 +438,12 @@ class Node:
         log.info("output adapters stopped (%.1f s)", time.monotonic() - started)
         self.registry.close()
         log.info("node %s stopped", self.config.node_id)
+
+    def _emitted_per_stream(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for (_, stream_id), n in self.plans.emitted().items():
+            out[stream_id] = out.get(stream_id, 0) + n
+        return out
 
     def request_stop(self, *, restart: bool) -> None:
         """Ask the main thread (in `run_until_signalled`) for a graceful stop, and a restart

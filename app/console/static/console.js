@@ -84,33 +84,45 @@ function setUpEditor() {
 
 // ---- the dashboard's chart ---------------------------------------------------------------------
 
+const COLOURS = ["#1f5fbf", "#067647", "#b54708", "#6941c6", "#c11574", "#0e9384", "#b42318", "#475467"];
+
 function setUpChart() {
   const box = document.getElementById("rates");
   if (!box) return;
   const svg = document.getElementById("rates-chart");
-  const now = document.getElementById("rates-now");
+  const legend = document.getElementById("rates-legend");
   const received = document.getElementById("received");
-  const points = [];  // [seconds, in per s, out per s]
+  const keep = 60;  // samples, one every 2 s
+  const series = new Map();  // "in streamId" / "out streamId" → [events per s, ...]
   let last = null;
 
-  function written(report) {
-    return Object.values(report.adapters || {}).reduce((sum, a) => sum + (a.written || 0), 0);
+  function counts(report) {
+    const out = new Map();
+    for (const [stream, n] of Object.entries(report.received || {})) out.set(`in ${stream}`, n);
+    for (const [stream, n] of Object.entries(report.emitted || {})) out.set(`out ${stream}`, n);
+    return out;
   }
 
   function draw() {
-    const width = 600, height = 160, keep = 60;
-    const top = Math.max(1, ...points.map(p => Math.max(p[1], p[2])));
-    for (const [cls, index] of [["line-in", 1], ["line-out", 2]]) {
-      let line = svg.querySelector("." + cls);
-      if (!line) {
-        line = document.createElementNS("http://www.w3.org/2000/svg", "polyline");
-        line.setAttribute("class", cls);
-        svg.append(line);
-      }
-      const shown = points.slice(-keep);
-      line.setAttribute("points", shown.map((p, i) =>
-        `${(i / (keep - 1)) * width},${height - 5 - (p[index] / top) * (height - 10)}`).join(" "));
-    }
+    const width = 600, height = 160;
+    const shown = [...series.entries()].slice(0, COLOURS.length);
+    const top = Math.max(1, ...shown.flatMap(([, rates]) => rates));
+    svg.replaceChildren();
+    legend.replaceChildren();
+    shown.forEach(([name, rates], i) => {
+      const line = document.createElementNS("http://www.w3.org/2000/svg", "polyline");
+      line.setAttribute("fill", "none");
+      line.setAttribute("stroke", COLOURS[i]);
+      line.setAttribute("stroke-width", "2");
+      const offset = keep - rates.length;
+      line.setAttribute("points", rates.map((r, j) =>
+        `${((offset + j) / (keep - 1)) * width},${height - 5 - (r / top) * (height - 10)}`).join(" "));
+      svg.append(line);
+      const item = document.createElement("li");
+      item.style.color = COLOURS[i];
+      item.textContent = `${name}: ${rates.at(-1).toFixed(0)}/s`;
+      legend.append(item);
+    });
   }
 
   async function poll() {
@@ -118,15 +130,20 @@ function setUpChart() {
       const result = await api("GET", box.dataset.source);
       if (result.status === 200) {
         const t = performance.now() / 1000;
-        const sample = [t, result.body.received || 0, written(result.body)];
+        const now = counts(result.body);
         if (last) {
-          const dt = Math.max(0.001, t - last[0]);
-          points.push([t, (sample[1] - last[1]) / dt, (sample[2] - last[2]) / dt]);
-          now.textContent = `now: ${points.at(-1)[1].toFixed(0)} in/s, ${points.at(-1)[2].toFixed(0)} out/s`;
+          const dt = Math.max(0.001, t - last.t);
+          for (const [name, n] of now) {
+            const rates = series.get(name) || [];
+            rates.push(Math.max(0, (n - (last.counts.get(name) || 0)) / dt));
+            series.set(name, rates.slice(-keep));
+          }
           draw();
         }
-        received.textContent = String(sample[1]);
-        last = sample;
+        let total = 0;
+        for (const n of Object.values(result.body.received || {})) total += n;
+        received.textContent = String(total);
+        last = { t, counts: now };
       }
     } finally {
       setTimeout(poll, 2000);
@@ -143,7 +160,9 @@ function setUpTracer() {
   const choice = document.getElementById("trace-stream");
   const body = table.querySelector("tbody");
 
+  let timer = null;
   async function poll() {
+    clearTimeout(timer);
     try {
       if (choice.value) {
         const url = table.dataset.source.replace("{stream}", encodeURIComponent(choice.value));
@@ -161,9 +180,10 @@ function setUpTracer() {
         }
       }
     } finally {
-      setTimeout(poll, 1000);
+      timer = setTimeout(poll, 1000);
     }
   }
+  choice.addEventListener("change", () => { body.replaceChildren(); poll(); });
   poll();
 }
 
