@@ -80,3 +80,14 @@ def identify(registry: Registry, credentials: Credentials) -> Principal | Respon
         user = current.user
         return Principal(user.name, user.role, "session")
     return json_error(401, "log in to the console, or send a bearer token (Authorization: Bearer cep_...)")
+
+
+def refusal(registry: Registry, credentials: Credentials, *, change: bool) -> Response | None:
+    """None when the request's principal may read (or, with `change`, change: an admin), else the
+    JSON refusal: for endpoints outside the API blueprint that take the same credentials."""
+    who = identify(registry, credentials)
+    if isinstance(who, Response):
+        return who
+    if change and not who.admin:
+        return json_error(403, f"user {who.name!r} is a viewer: only an admin may change this")
+    return None

@@ -33,6 +33,8 @@ class ConsoleServices:
     restart: Callable[[], None] | None = None  # graceful: final snapshots, drain, then re-exec
     shutdown: Callable[[], None] | None = None  # graceful, then exit
     max_json_depth: int = 64
+    # a plan's snapshots: list, take now, restore one (`app.node.http_snapshots.SnapshotRequests`)
+    snapshots: Any = None
     blueprints: Sequence[Blueprint] = field(
         default_factory=tuple
     )  # the node's own endpoints (events, snapshots)

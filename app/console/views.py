@@ -22,6 +22,7 @@ import flask_login  # type: ignore[import-untyped]
 from flask import Blueprint, Response, flash, redirect, render_template, request, url_for
 from werkzeug.wrappers import Response as BaseResponse
 
+import engine
 from app.console import actions
 from app.console.actions import ApiError
 from app.console.entities import RESOURCES, to_json
@@ -204,8 +205,44 @@ def views_blueprint(services: ConsoleServices) -> Blueprint:
         if found is None:
             return _not_found(f"plan {name} does not exist")
         state = (services.health().get("plans") or {}).get(name)
+        snapshots: list[Any] = []
+        if services.snapshots is not None:
+            status, listed = services.snapshots.list(name)
+            snapshots = listed if status == 200 else []
         return render_template(
-            "plan.html", plan=found, modes=DISTRIBUTED_MODES, ha_modes=HA_MODES, text=found.text, state=state
+            "plan.html",
+            plan=found,
+            modes=DISTRIBUTED_MODES,
+            ha_modes=HA_MODES,
+            text=found.text,
+            state=state,
+            queries=_queries(found.text),
+            streams=sorted(bound_streams(found.text)),
+            snapshots=snapshots,
+        )
+
+    def snapshot_request(name: str, status_body: tuple[int, Any], done: str) -> Page:
+        status, body = status_body
+        if status >= 400:
+            flash(body.get("error", f"refused ({status})"), "error")
+        else:
+            flash(done.format(**body), "ok")
+        return redirect(url_for("console.plan", name=name))
+
+    @bp.post("/plans/<name>/snapshots")
+    def take_snapshot(name: str) -> Page:
+        if services.snapshots is None:
+            return _not_found("this node takes no snapshots")
+        return snapshot_request(name, services.snapshots.take(name), "snapshot {id} taken ({size} bytes)")
+
+    @bp.post("/plans/<name>/snapshots/<int:snapshot_id>/restore")
+    def restore_snapshot(name: str, snapshot_id: int) -> Page:
+        if services.snapshots is None:
+            return _not_found("this node takes no snapshots")
+        return snapshot_request(
+            name,
+            services.snapshots.restore(name, snapshot_id),
+            "snapshot {snapshot} restored into plan {plan}",
         )
 
     @bp.post("/plans/save")
@@ -522,6 +559,22 @@ def _registry_call(call: Callable[[], Any]) -> Any:
 
 def _not_found(message: str) -> Page:
     return Response(render_template("error.html", message=message), 404)
+
+
+def _queries(text: str) -> list[dict[str, Any]]:
+    """The plan's queries and partitions: name, first line and their text (nothing if it does not parse)."""
+    try:
+        parsed = engine.parse(text)
+    except engine.QueryError:
+        return []
+    lines = text.splitlines()
+    out = []
+    for i, element in enumerate(parsed.elements, 1):
+        span = element.span
+        name = getattr(element, "name", None) or f"{type(element).__name__.lower()} {i}"
+        body = "\n".join(lines[span.line - 1 : span.end_line]) if span is not None else ""
+        out.append({"name": name, "line": span.line if span is not None else None, "text": body})
+    return out
 
 
 def _attribute_lines(text: str, section: str) -> list[dict[str, str]]:

@@ -1,5 +1,6 @@
 """Snapshots on request, on the node's HTTP port: take one of a deployed plan now, or restore one.
 
+- `GET /api/v1/plans/<name>/snapshots`: the snapshots the registry keeps of plan `name`.
 - `POST /api/v1/plans/<name>/snapshots`: snapshot plan `name` (persistence mode or not) and
   store it in the registry; 201 with its meta.
 - `POST /api/v1/plans/<name>/snapshots/<id>/restore`: load snapshot `id` of plan `name` into
@@ -7,24 +8,24 @@
   replaces the running one, so a load that fails leaves the plan as it was); 200 with what
   went where (`kept`, `fresh`, `unfit`).
 
-Basic authentication as every endpoint here (`app.node.http_api`). Refusals: 404 for a plan
-not deployed here or a snapshot it does not have, 409 for a snapshot whose bytes fail their
-checks, 422 for one the plan cannot load, 503 when the registry cannot be reached. These
-routes are kept apart from the rest so they can move under the console's API.
+`SnapshotRequests` does the work (the console's plan page uses it too); the node passes the
+console API's authorization (a session, a bearer token or basic credentials; an admin to take
+or restore). Refusals: 404 for a plan not deployed here or a snapshot it does not have, 409
+for a snapshot whose bytes fail their checks, 422 for one the plan cannot load, 503 when the
+registry cannot be reached.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy.exc
 from flask import Blueprint, Response
 
-from app.node.auth import Credentials
 from app.node.errors import UnknownPlan
-from app.node.http_api import json_error, login_refusal
 from app.node.plans import PlanManager
 from app.node.snapshots import SnapshotDeferred, SnapshotKeeper, SnapshotTooLarge, describe
 from engine import RestoreReport
@@ -48,56 +49,86 @@ def _json(status: int, body: dict[str, Any]) -> Response:
     return Response(json.dumps(body), status=status, mimetype="application/json")
 
 
-def _registry_down(exc: sqlalchemy.exc.SQLAlchemyError) -> Response:
+def _error(status: int, message: str) -> tuple[int, Any]:
+    return status, {"error": message}
+
+
+def _registry_down(exc: sqlalchemy.exc.SQLAlchemyError) -> tuple[int, Any]:
     cause = exc.orig if isinstance(exc, sqlalchemy.exc.DBAPIError) else exc
-    return json_error(503, f"the registry cannot be reached ({cause}); try again when it is back")
+    return _error(503, f"the registry cannot be reached ({cause}); try again when it is back")
 
 
-def snapshots_blueprint(plans: PlanManager, keeper: SnapshotKeeper, credentials: Credentials) -> Blueprint:
-    bp = Blueprint("snapshots", __name__, url_prefix="/api/v1/plans")
+class SnapshotRequests:
+    """Snapshots asked for by an operator: each answer is (HTTP status, JSON body)."""
 
-    @bp.post("/<name>/snapshots")
-    def take(name: str) -> Response:
-        refusal = login_refusal(credentials)
-        if refusal is not None:
-            return refusal
-        found = plans.deployment(name)
-        if found is None:
-            return json_error(404, str(UnknownPlan(name)))
+    def __init__(self, plans: PlanManager, keeper: SnapshotKeeper) -> None:
+        self.plans = plans
+        self.keeper = keeper
+
+    def list(self, name: str) -> tuple[int, Any]:
         try:
-            meta = keeper.take(*found)
-        except SnapshotTooLarge as exc:
-            return json_error(413, f"plan {name!r}: {exc}")
-        except SnapshotDeferred as exc:
-            return json_error(409, str(exc))
+            return 200, [m.to_json() for m in self.keeper.kept(name)]
         except sqlalchemy.exc.SQLAlchemyError as exc:
             return _registry_down(exc)
-        return _json(201, meta.to_json())
 
-    @bp.post("/<name>/snapshots/<int:snapshot_id>/restore")
-    def restore(name: str, snapshot_id: int) -> Response:
-        refusal = login_refusal(credentials)
-        if refusal is not None:
-            return refusal
+    def take(self, name: str) -> tuple[int, Any]:
+        found = self.plans.deployment(name)
+        if found is None:
+            return _error(404, str(UnknownPlan(name)))
+        try:
+            meta = self.keeper.take(*found)
+        except SnapshotTooLarge as exc:
+            return _error(413, f"plan {name!r}: {exc}")
+        except SnapshotDeferred as exc:
+            return _error(409, str(exc))
+        except sqlalchemy.exc.SQLAlchemyError as exc:
+            return _registry_down(exc)
+        return 201, meta.to_json()
+
+    def restore(self, name: str, snapshot_id: int) -> tuple[int, Any]:
+        plans, keeper = self.plans, self.keeper
         if plans.deployment(name) is None:
-            return json_error(404, str(UnknownPlan(name)))
+            return _error(404, str(UnknownPlan(name)))
         try:
             _, blob = keeper.load(name, snapshot_id)
             report = plans.replace_state(name, blob)
             _cover_journal(plans, keeper, name)
         except (SnapshotMissing, UnknownPlan) as exc:
-            return json_error(404, str(exc))
+            return _error(404, str(exc))
         except SnapshotCorrupt as exc:
-            return json_error(409, str(exc))
+            return _error(409, str(exc))
         except StateError as exc:
             msg = (
                 f"snapshot {snapshot_id} does not load into plan {name!r}: {exc}; the plan runs on unchanged"
             )
-            return json_error(422, msg)
+            return _error(422, msg)
         except sqlalchemy.exc.SQLAlchemyError as exc:
             return _registry_down(exc)
         log.info("plan %s restored from snapshot %d on request: %s", name, snapshot_id, describe(report))
-        return _json(200, report_json(name, snapshot_id, report))
+        return 200, report_json(name, snapshot_id, report)
+
+
+def snapshots_blueprint(
+    requests: SnapshotRequests, authorize: Callable[[bool], Response | None]
+) -> Blueprint:
+    """`authorize(change)`: None when the request may read (`change` False) or take and restore
+    snapshots (True), else the refusal to send."""
+    bp = Blueprint("snapshots", __name__, url_prefix="/api/v1/plans")
+
+    def answer(result: tuple[int, Any]) -> Response:
+        return _json(*result)
+
+    @bp.get("/<name>/snapshots")
+    def listed(name: str) -> Response:
+        return authorize(False) or answer(requests.list(name))
+
+    @bp.post("/<name>/snapshots")
+    def take(name: str) -> Response:
+        return authorize(True) or answer(requests.take(name))
+
+    @bp.post("/<name>/snapshots/<int:snapshot_id>/restore")
+    def restore(name: str, snapshot_id: int) -> Response:
+        return authorize(True) or answer(requests.restore(name, snapshot_id))
 
     return bp
 

@@ -36,7 +36,7 @@ from app.node.http_events import events_blueprint, publish_json
 from app.node.http_limits import Limits
 from app.node.http_screen import address_lockout
 from app.node.http_server import WebServer
-from app.node.http_snapshots import snapshots_blueprint
+from app.node.http_snapshots import SnapshotRequests, snapshots_blueprint
 from app.node.ingress import Ingress
 from app.node.journal import Journals
 from app.node.outputs import OutputHub
@@ -210,6 +210,7 @@ class Node:
 
     def _start_web(self) -> None:
         # the console builds on modules of this package: imported here, once the package is
+        from app.console.principal import refusal
         from app.console.services import ConsoleServices
         from app.webapp import create_app
 
@@ -222,7 +223,10 @@ class Node:
             enabled=lambda: self._http_open,
             max_json_depth=cfg.http.max_json_depth,
         )
-        snapshots = snapshots_blueprint(self.plans, self.snapshots, self.credentials)
+        snapshot_requests = SnapshotRequests(self.plans, self.snapshots)
+        snapshots = snapshots_blueprint(
+            snapshot_requests, lambda change: refusal(self.registry, self.credentials, change=change)
+        )
         ops = ops_blueprint(
             self.ops_numbers,
             self.readiness,
@@ -238,6 +242,7 @@ class Node:
             restart=lambda: self.request_stop(restart=True),
             shutdown=lambda: self.request_stop(restart=False),
             max_json_depth=cfg.http.max_json_depth,
+            snapshots=snapshot_requests,
             blueprints=(bp, snapshots, ops),
         )
         app = create_app(cfg, services)

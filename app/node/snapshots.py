@@ -183,6 +183,10 @@ class SnapshotKeeper:
             return
         log.info("plan %s starts with empty state (--discard-state): %d snapshot(s) discarded", plan, removed)
 
+    def kept(self, plan: str) -> list[SnapshotMeta]:
+        """The snapshots the registry keeps of `plan`, newest first."""
+        return self._store.list(plan)
+
     def load(self, plan: str, snapshot_id: int) -> tuple[SnapshotMeta, bytes]:
         """Snapshot `snapshot_id` of `plan` and its blob: `SnapshotMissing` when `plan` has no
         such snapshot, `SnapshotCorrupt` when its bytes fail their checks."""

@@ -226,6 +226,16 @@ def run(journey: Journey, node: NodeProcess, sink: str) -> None:
         journey.go(path, shot)
         expect(page.locator("main h1")).to_be_visible()
 
+    # the plan's page: its queries and streams; a snapshot taken now, then restored (the same state)
+    journey.go("/plans/pizzaOrderProcessingPlan", "plan page")
+    expect(page.locator("main")).to_contain_text("insert into overdueDeliveries for expired-events")
+    page.get_by_role("button", name="Take a snapshot now").click()
+    expect(page.locator(".flash.ok")).to_contain_text("taken")
+    expect(page.locator("#snapshots tbody tr")).to_have_count(1)
+    page.locator("#snapshots").get_by_role("button", name="Restore").click()
+    journey.ok("restored into plan pizzaOrderProcessingPlan")
+    journey.shots.take(page, "plan page with a snapshot restored")
+
     # a graceful restart: confirmation step, then the same node comes back with its state
     journey.go("/server", "server before restart")
     page.get_by_role("button", name="Restart gracefully").click()

@@ -14,7 +14,8 @@ import sqlalchemy as sa
 from flask.testing import FlaskClient
 
 from app.node.auth import Credentials
-from app.node.http_snapshots import snapshots_blueprint
+from app.node.http_api import login_refusal
+from app.node.http_snapshots import SnapshotRequests, snapshots_blueprint
 from app.node.snapshots import SnapshotKeeper
 from app.node.web import create_web_app
 from app.registry import ExecutionPlan, schema
@@ -49,7 +50,9 @@ class Node:
         keeper = SnapshotKeeper(self.store, "node-a", keep=5, deployed=self.manager.plans.deployments)
         assert self.manager.apply(ExecutionPlan("sums", SUMS))["sums"].state == "running"
         credentials = Credentials(self.manager.registry.verify_user)
-        bp = snapshots_blueprint(self.manager.plans, keeper, credentials)
+        bp = snapshots_blueprint(
+            SnapshotRequests(self.manager.plans, keeper), lambda _: login_refusal(credentials)
+        )
         self.app = create_web_app([bp], lambda: {"status": "ok"}, credentials)
         self.client: FlaskClient = self.app.test_client()
         self.out = self.manager.watch("sums", "Sums")
