@@ -3,15 +3,25 @@
 It serves the node's own endpoints (`/health`, the HTTP event receiver, snapshots on request:
 `app.node.web`), the management console's pages at `/` (login at `/login`), its JSON API under
 `/api/v1/` with its OpenAPI document, and `/metrics`, `/livez`, `/readyz`. The node serves it
-in-process on its console port (`app.node.http_server`); `conf/gunicorn.conf.py` shows how to
-serve the same app from a separate web tier.
+in-process on its console port (`app.node.http_server`).
+
+`web_tier()` is the same console without a node, for a separate web tier (`conf/gunicorn.conf.py`
+runs it under gunicorn): pages and API over the registry (streams, plans, connectors, users,
+tokens, the cluster's members and leases), which every node applies as it does `cepheus apply`.
+What only a node has is not there: its report (plan states, counts), the simulator and tracer,
+snapshots on request, restart and shutdown.
 """
 
 from __future__ import annotations
 
+import os
+import socket
+from typing import Any
+
 import flask_login  # type: ignore[import-untyped]
 from flask import Flask
 
+from app import config as app_config
 from app.config import Config
 from app.console.api import api_blueprint
 from app.console.openapi import openapi_blueprint
@@ -24,6 +34,7 @@ from app.node.web import create_web_app
 
 def create_app(config: Config, services: ConsoleServices) -> Flask:
     app = create_web_app(services.blueprints, services.health, services.credentials)
+    app.config["MAX_CONTENT_LENGTH"] = config.http.max_request_bytes  # also where no guard screens bodies
     secret = config.console.secret_key or services.registry.shared_secret("console.secret_key")
     secure(
         app,
@@ -38,3 +49,22 @@ def create_app(config: Config, services: ConsoleServices) -> Flask:
     app.register_blueprint(openapi_blueprint())
     app.register_blueprint(views_blueprint(services))
     return app
+
+
+def web_tier(config_path: str | None = None) -> Flask:
+    """The console of the registry named by `config_path` (default: `$CEPHEUS_CONFIG`, else the
+    configuration `cepheus server` would read), served without a node."""
+    from app.node.auth import Credentials
+    from app.node.node import login_throttle
+    from app.registry import Registry
+
+    cfg = app_config.load(config_path or os.environ.get("CEPHEUS_CONFIG") or None)
+    registry = Registry(cfg.registry.url)
+    registry.check_schema()
+    name = f"web tier on {socket.gethostname()}"
+
+    def report() -> dict[str, Any]:
+        return {"status": "ok", "node": name, "received": {}, "emitted": {}, "plans": {}, "adapters": {}}
+
+    credentials = Credentials(registry.verify_user, throttle=login_throttle(cfg.login))
+    return create_app(cfg, ConsoleServices(registry, credentials, name, report))

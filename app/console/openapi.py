@@ -155,6 +155,17 @@ SCHEMAS: dict[str, Any] = {
             "errors": {"type": "array", "items": {"$ref": "#/components/schemas/Position"}},
         },
     },
+    "Snapshot": {
+        "type": "object",
+        "required": ["id", "plan", "created_at", "node", "size"],
+        "properties": {
+            "id": {"type": "integer"},
+            "plan": {"type": "string"},
+            "created_at": {"type": "string"},
+            "node": {"type": "string"},
+            "size": {"type": "integer"},
+        },
+    },
     "Accepted": {"type": "object", "required": ["accepted"], "properties": {"accepted": {"type": "integer"}}},
     "Started": {"type": "object", "required": ["status"], "properties": {"status": {"type": "string"}}},
     "Cluster": {
@@ -203,6 +214,32 @@ def _paths() -> dict[str, Any]:
             "parameters": named,
             "post": {"summary": f"{action} a plan", "responses": _answers(200, _ref("plans"), 403, 404)},
         }
+    paths["/plans/{name}/snapshots"] = {
+        "parameters": named,
+        "get": {
+            "summary": "the snapshots kept of a plan, newest first",
+            "responses": _answers(200, {"type": "array", "items": _ref("Snapshot")}, 503),
+        },
+        "post": {
+            "summary": "take a snapshot of a plan deployed here now",
+            "responses": _answers(201, _ref("Snapshot"), 403, 404, 409, 413, 503),
+        },
+    }
+    paths["/plans/{name}/snapshots/{id}/restore"] = {
+        "parameters": [*named, {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}],
+        "post": {
+            "summary": "load a kept snapshot into the running plan",
+            "responses": _answers(
+                200,
+                {"type": "object", "required": ["plan", "snapshot", "kept", "fresh", "unfit"]},
+                403,
+                404,
+                409,
+                422,
+                503,
+            ),
+        },
+    }
     stream = [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}]
     paths["/streams/{id}/events"] = {
         "parameters": stream,
