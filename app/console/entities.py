@@ -10,6 +10,7 @@ checked by building it (unstarted), so an unknown or wrong setting is refused na
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,9 @@ from app.registry.operations import Store
 from engine.errors import CEPError
 from formatters.config import FormatterConfigError
 from formatters.factory import build_formatter
+
+
+_COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
 class EntityError(Exception):
@@ -128,6 +132,15 @@ def check_settings(store: Store, entity: Any) -> None:
             stream = store.get_stream(entity.stream)
             if stream is not None:
                 build_formatter(entity.type, stream.siddhi_attributes(), entity.config, stream=entity.stream)
+            adapter = store.get_adapter(entity.adapter)
+            if adapter is not None and adapter.type in ("rdbms", "mysql"):
+                for column in entity.mappings or {}:
+                    if not _COLUMN.fullmatch(column):
+                        msg = (
+                            f"mappings: {column!r} is not a column name (letters, digits and _, "
+                            "not starting with a digit, at most 64)"
+                        )
+                        raise EntityError(msg, f"mappings.{column}")
     except (AdapterConfigError, FormatterConfigError) as exc:
         key = getattr(exc, "key", None)
         raise EntityError(str(exc), f"{key}" if key else None) from None

@@ -4,6 +4,7 @@ checked against the OpenAPI document the API serves."""
 
 from __future__ import annotations
 
+import io
 import re
 from typing import Any
 
@@ -153,6 +154,15 @@ def test_connector_settings_are_checked_by_building_them(console: Console_, tmp_
     status, _ = call(console, "POST", "/adapters", "/adapters", admin, json=adapter)
     assert status == 201
     formatter = {"name": "f", "stream": "pizzaOrders:1.0.0", "adapter": "orders", "type": "map"}
+    for mappings, field in (
+        ({"x; DROP TABLE orders;--": "orderNo"}, "mappings.x; DROP TABLE orders;--"),  # SQL as a column
+        ({"order_no": "<script>alert(1)</script>"}, "mappings.order_no"),  # markup as an attribute
+    ):
+        status, body = call(
+            console, "POST", "/formatters", "/formatters", admin, json=formatter | {"mappings": mappings}
+        )
+        assert status == 422 and body["field"] == field, body
+    assert console.registry.list_formatters() == []
     status, body = call(
         console,
         "POST",
@@ -317,3 +327,42 @@ def test_simulator_cluster_and_server(console: Console_) -> None:
     status, body = call(console, "GET", "/server", "/server", admin)
     assert body["node"] == "node-t"
     assert console.client().get("/api/v1/openapi.json").get_json() == SPEC
+
+
+def test_a_viewers_forms_change_nothing(console: Console_) -> None:
+    client, token = console.session("victor", "viewer-password")
+    page = client.post("/streams", data={"name": "mine", "payload": "x INT", "csrf_token": token})
+    assert page.status_code == 302
+    assert "viewer" in client.get(page.headers["Location"]).get_data(as_text=True)
+    assert console.registry.list_streams() == []
+    reply = client.post("/tokens", data={"label": "mine", "csrf_token": token})  # their own token: allowed
+    assert reply.status_code == 200 and "cep_" in reply.get_data(as_text=True)
+
+
+def test_the_simulator_takes_csv_and_jsonl_uploads(console: Console_) -> None:
+    client, token = console.session()
+    csv_file = (io.BytesIO(b"room,v\nr1,5\nr2,7.5\n"), "readings.csv")
+    page = client.post(
+        "/simulator", data={"stream": "in:1.0.0", "events": "", "file": csv_file, "csrf_token": token},
+        content_type="multipart/form-data",
+    )  # fmt: skip
+    assert page.status_code == 200 and "2 event(s) sent to in:1.0.0" in page.get_data(as_text=True)
+    assert console.requests[-1] == (
+        "events",
+        ("in:1.0.0", [{"data": {"room": "r1", "v": 5}}, {"data": {"room": "r2", "v": 7.5}}]),
+    )
+    jsonl = (io.BytesIO(b'["r1", 5]\n\n{"data": ["r2", 6]}\n'), "readings.jsonl")
+    page = client.post(
+        "/simulator",
+        data={"stream": "in:1.0.0", "file": jsonl, "csrf_token": token},
+        content_type="multipart/form-data",
+    )
+    assert console.requests[-1] == ("events", ("in:1.0.0", [["r1", 5], {"data": ["r2", 6]}]))
+    broken = (io.BytesIO(b'["r1", 5]\n{oops\n'), "readings.jsonl")
+    page = client.post(
+        "/simulator",
+        data={"stream": "in:1.0.0", "file": broken, "csrf_token": token},
+        content_type="multipart/form-data",
+    )
+    assert "readings.jsonl: line 2: not JSON" in page.get_data(as_text=True)
+    assert len(console.requests) == 2  # nothing sent of the broken file
