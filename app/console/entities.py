@@ -26,7 +26,6 @@ from engine.errors import CEPError
 from formatters.config import FormatterConfigError
 from formatters.factory import build_formatter
 
-
 _COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
