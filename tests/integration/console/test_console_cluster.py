@@ -1,6 +1,7 @@
 """The console on real `cepheus server` processes sharing a MariaDB registry: a change made
 through one node's API reaches the other node's running plans; a graceful restart asked over the
-API brings the same process back with its plans' state."""
+API brings the same process back with its plans' state; the cluster resource shows the members
+and leases of a redundant plan and moves its notifier."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from typing import Any
 
 import pytest
 
+from tests.support.cluster import Pair, plan_status
 from tests.support.databases import isolated_database
 from tests.support.nodes import ADMIN_PASSWORD, NodeProcess, wait_for
+from tests.support.rooms import provision
 
 pytestmark = [pytest.mark.slow]
 
@@ -138,3 +141,41 @@ def _answers(node: NodeProcess) -> bool:
         return node.health()["status"] == "ok"
     except (OSError, urllib.error.URLError, ValueError):
         return False
+
+
+def test_the_cluster_resource_shows_members_and_leases_and_moves_a_notifier(
+    tmp_path: Path, mysql_url: str
+) -> None:
+    with (
+        isolated_database(mysql_url, "cep_console") as registry,
+        isolated_database(mysql_url, "cep_console_sink") as sink,
+    ):
+        pair = Pair(tmp_path, registry)
+        document_dir = tmp_path / "doc"
+        document_dir.mkdir()
+        provision(pair.nodes[0], document_dir, sink, redundant="failover")
+        try:
+            for node in pair.nodes:
+                node.start()
+            first = wait_for(pair.notifier, 20, "a notifier")
+            other = pair.nodes[1 - pair.nodes.index(first)]
+            ids = [n.sections["node"]["id"] for n in (first, other)]
+            wait_for(
+                lambda: len(api(other, "GET", "/cluster")[1]["members"]) == 2, 10, "both members reported"
+            )
+            status, body = api(other, "GET", "/cluster")
+            assert {m["node"] for m in body["members"]} == set(ids)
+            (lease,) = body["leases"]
+            assert lease["plan"] == "rooms" and lease["holder"] == ids[0] and lease["epoch"] >= 1
+            assert body["this_node"]["plans"]["rooms"]["role"] == "standby"
+            wait_for(lambda: plan_status(other).get("caught_up"), 20, "the standby to catch up")
+            status, body = api(other, "PUT", "/cluster/plans/rooms/notifier", {"node": ids[1]})
+            assert (status, body) == (200, {"plan": "rooms", "pinned": ids[1]})
+            wait_for(lambda: pair.notifier() is other, 15, "the move")
+            leases = api(first, "GET", "/cluster")[1]["leases"]
+            assert leases[0]["holder"] == ids[1] and leases[0]["pinned"] == ids[1]
+            assert api(first, "DELETE", "/cluster/plans/rooms/notifier")[0] == 204
+            assert api(first, "PUT", f"/cluster/members/{ids[1]}/draining", {"draining": "yes"})[0] == 422
+            assert api(first, "PUT", "/cluster/members/nobody/draining", {"draining": True})[0] == 404
+        finally:
+            pair.stop()
