@@ -366,3 +366,41 @@ def test_the_simulator_takes_csv_and_jsonl_uploads(console: Console_) -> None:
     )
     assert "readings.jsonl: line 2: not JSON" in page.get_data(as_text=True)
     assert len(console.requests) == 2  # nothing sent of the broken file
+
+
+def test_receivers_and_datasources_are_checked(console: Console_) -> None:
+    admin = console.admin()
+    status, body = call(
+        console, "POST", "/receivers", "/receivers", admin, json={"name": "bridge", "type": "kafka"}
+    )
+    assert status == 422 and body["field"] == "type" and "thrift" in body["error"]
+    status, body = call(
+        console,
+        "POST",
+        "/receivers",
+        "/receivers",
+        admin,
+        json={"name": "web", "type": "http", "enabled": "yes"},
+    )
+    assert status == 422 and body["field"] == "enabled"
+    status, body = call(
+        console, "PUT", "/receivers/web", "/receivers/{name}", admin, json={"type": "http", "enabled": False}
+    )
+    assert status == 201 and body == {
+        "name": "web",
+        "type": "http",
+        "enabled": False,
+        "revision": body["revision"],
+        "outcome": "created",
+    }
+    status, body = call(
+        console, "PUT", "/receivers/web", "/receivers/{name}", admin, json={"name": "other", "type": "http"}
+    )
+    assert status == 422 and body["field"] == "name"
+    status, body = call(
+        console, "POST", "/datasources", "/datasources", admin, json={"name": "db", "url": "not a url"}
+    )
+    assert status == 422 and body["field"] == "url"
+    assert console.registry.list_datasources() == []
+    status, body = call(console, "POST", "/datasources", "/datasources", admin, json=["db"])
+    assert status == 400
