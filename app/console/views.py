@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import flask_login  # type: ignore[import-untyped]
-from flask import Blueprint, Response, flash, redirect, render_template, request, url_for
+from flask import Blueprint, Response, flash, redirect, render_template, request, session, url_for
 from werkzeug.wrappers import Response as BaseResponse
 
 import engine
@@ -122,6 +122,7 @@ def views_blueprint(services: ConsoleServices) -> Blueprint:
         user = registry.get_user(name)
         if user is None:
             return Response(render_template("login.html", error="wrong user name or password"), 401)
+        session.clear()  # nothing of the session before the login carries over (no fixation)
         flask_login.login_user(SessionUser(user))
         target = request.args.get("next", "")
         parts = urlsplit(target)

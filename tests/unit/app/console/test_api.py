@@ -14,7 +14,7 @@ from openapi_spec_validator import validate as validate_spec
 from werkzeug.test import TestResponse
 
 from app.console.openapi import document
-from tests.unit.app.console.conftest import ADMIN_PASSWORD, Console_, basic
+from tests.unit.app.console.conftest import ADMIN_PASSWORD, Console_, basic, csrf_of
 
 PIZZA_STREAM = {
     "name": "pizzaOrders",
@@ -404,3 +404,16 @@ def test_receivers_and_datasources_are_checked(console: Console_) -> None:
     assert console.registry.list_datasources() == []
     status, body = call(console, "POST", "/datasources", "/datasources", admin, json=["db"])
     assert status == 400
+
+
+def test_a_login_starts_a_new_session(console: Console_) -> None:
+    """A token planted before the login (session fixation) is worth nothing after it."""
+    client = console.client()
+    before = csrf_of(client.get("/login").get_data(as_text=True))
+    client.post("/login", data={"username": "admin", "password": ADMIN_PASSWORD, "csrf_token": before})
+    after = csrf_of(client.get("/").get_data(as_text=True))
+    refused = client.post("/api/v1/streams", json=PIZZA_STREAM, headers={"X-CSRFToken": before})
+    assert after != before and refused.status_code == 400
+    assert (
+        client.post("/api/v1/streams", json=PIZZA_STREAM, headers={"X-CSRFToken": after}).status_code == 201
+    )
