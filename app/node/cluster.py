@@ -18,9 +18,11 @@ Every message between members names a plan; a member that is not the plan's noti
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -33,7 +35,7 @@ from app.node.gate import OutputGate
 from app.node.journal import BundleFailed, NotLeading, PlanJournal
 from app.node.peers import Connection, Header, PeerClosed, PeerError, PeerServer, connect
 from app.node.replication import Follower, Sequencer
-from app.node.resends import DirectCopies, Resends
+from app.node.resends import DirectCopies, RelayedBundles, Resends
 from app.persistence.records import Events, decode, encode
 from app.registry.members import RegistryMembers
 from engine.errors import CEPError, NotLeader
@@ -113,6 +115,7 @@ class _Plan:
         self.looked_up = 0.0  # when the registry was last asked who holds the lease
         self.confirm_lock = threading.Lock()
         self.confirmed_at = 0.0  # when the last renewal that confirmed this node's lease was sent
+        self.relayed = RelayedBundles()  # bundles members relayed to this node while it notified
 
 
 class Cluster:
@@ -147,6 +150,8 @@ class Cluster:
         self._relay_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._started = 0.0
+        self._incarnation = uuid.uuid4().hex[:12]  # this process: relay ids never repeat across restarts
+        self._relay_ids = itertools.count(1)
         self.server = PeerServer(settings.host, settings.port, self.me, settings.secret, self._serve)
 
     # ---- lifecycle ---------------------------------------------------------------------------
@@ -457,6 +462,7 @@ class Cluster:
         def relay(stream: str, rows: list[tuple[Any, ...]], timestamps: list[int]) -> None:
             deadline = time.monotonic() + RELAY_WAIT_SECONDS
             body = encode(Events(stream, timestamps, rows, 0))
+            relay_id = f"{self._incarnation}:{next(self._relay_ids)}"  # the same for every attempt
             while True:
                 with self._lock:
                     plan = self._plans.get(name)
@@ -466,7 +472,7 @@ class Cluster:
                 address = self._notifier_address(plan)
                 if address is not None:
                     try:
-                        self._relay(address, name, body)
+                        self._relay(address, name, body, relay_id)
                         return
                     except PeerError as exc:
                         log.debug("plan %s: relay to %s failed: %s", name, address, exc)
@@ -477,13 +483,13 @@ class Cluster:
 
         return relay
 
-    def _relay(self, address: str, plan: str, body: bytes) -> None:
+    def _relay(self, address: str, plan: str, body: bytes, relay_id: str) -> None:
         with self._relay_lock:
             connection = self._relays.get(address)
             if connection is None or connection.closed:
                 connection = self._relays[address] = connect(address, self.me, "relay", self.settings.secret)
             try:
-                connection.send({"t": "events", "plan": plan}, body)
+                connection.send({"t": "events", "plan": plan, "id": relay_id}, body)
                 # no timeout: a bundle the notifier took late (a partition healing) must not be sent again
                 answer, _ = connection.recv(64 * 1024)
             except PeerError:
@@ -604,6 +610,12 @@ class Cluster:
             if plan is None or not plan.epoch:
                 connection.send({"t": "refused", "why": f"not the notifier of plan {header.get('plan')}"})
                 continue
+            relay_id = f"{connection.peer}/{header.get('id')}"
+            first, answer = plan.relayed.begin(relay_id)
+            if not first:  # sent again: its answer was lost
+                refusal = answer.wait(RELAY_WAIT_SECONDS)
+                connection.send({"t": "ok"} if refusal is None else {"t": "refused", "why": refusal})
+                continue
             try:
                 record = decode(body)
                 if not isinstance(record, Events):
@@ -616,6 +628,11 @@ class Cluster:
                     position = exc.position
                 plan.journal.durable(position)
             except CEPError as exc:
+                plan.relayed.refused(relay_id, answer, str(exc))
                 connection.send({"t": "refused", "why": str(exc)})
                 continue
+            except BaseException as exc:
+                plan.relayed.refused(relay_id, answer, f"the notifier failed on it: {exc}")
+                raise
+            plan.relayed.taken(answer)
             connection.send({"t": "ok"})

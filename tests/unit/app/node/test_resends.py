@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from app.node.resends import Resends, digest
+import threading
+import time
+
+from app.node.resends import RelayedBundles, Resends, digest
 
 
 def test_a_bundle_sequenced_before_the_takeover_is_a_resend_once_within_the_window() -> None:
@@ -27,3 +30,26 @@ def test_only_the_last_bundles_are_remembered_and_content_decides() -> None:
     assert not resends.resent(old, 1)  # fell out of the last two
     assert resends.resent(new, 1)
     assert digest("S", [2], [("v", 2)]) == mid and digest("T", [2], [("v", 2)]) != mid
+
+
+def test_a_bundle_relayed_again_gets_the_first_answer_and_is_not_processed_twice() -> None:
+    relayed = RelayedBundles(keep=2)
+    first, answer = relayed.begin("b/x:1")
+    assert first
+    answers: list[str | None] = []
+    again = threading.Thread(target=lambda: answers.append(relayed.begin("b/x:1")[1].wait(5)))
+    again.start()  # the repeat arrives while the first attempt is still being processed: it waits
+    time.sleep(0.05)
+    assert answers == []
+    relayed.taken(answer)
+    again.join(5)
+    assert answers == [None]  # taken: the repeat is answered ok, and not processed
+    assert relayed.begin("b/x:1")[0] is False
+    first, answer = relayed.begin("b/x:2")
+    relayed.refused("b/x:2", answer, "not the notifier")
+    assert relayed.begin("b/x:2")[0] is True  # a refused attempt is forgotten: the repeat is processed
+    relayed.begin("b/x:3")
+    assert relayed.begin("b/x:1")[0] is True  # past `keep`, the oldest ids are forgotten
+    undecided = RelayedBundles()
+    undecided.begin("b/y:1")
+    assert undecided.begin("b/y:1")[1].wait(0.01) is not None  # still undecided: refused, sent again later
