@@ -22,9 +22,10 @@ from typing import Any
 import sqlalchemy.exc
 from flask import Blueprint, Response
 
+from adapters.http.replies import json_error
 from app.node.auth import Credentials
 from app.node.errors import UnknownPlan
-from app.node.http_api import json_error, login_refusal
+from app.node.http_api import login_refusal
 from app.node.plans import PlanManager
 from app.node.snapshots import SnapshotDeferred, SnapshotKeeper, SnapshotTooLarge, describe
 from engine import RestoreReport
