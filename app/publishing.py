@@ -10,7 +10,7 @@ with DataBridgeClient("tcp://127.0.0.1:7611", username="admin", password=pw, ca_
     client.publish(e for _, e in read_events("orders.jsonl", stream))
 ```
 
-JSON Lines: one event per line in any form of `app.node.event_input` (array, `{"data": ...}`,
+JSON Lines: one event per line in any form of `adapters.http.events` (array, `{"data": ...}`,
 WSO2's `{"event": ...}`); lines of the replay format are accepted too: a `"stream"` key names
 the stream (lines of other streams are skipped) and `{"time": ...}` lines are ignored. CSV:
 the values in row order, an optional header row of attribute names. Every mistake is a
@@ -24,9 +24,9 @@ import json
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
+from adapters.http.events import EventFormatError, Row, row_from_csv, row_from_json
 from adapters.thrift import MalformedDefinition, WireEvent, parse_definition
 from app.node.catalog import KnownStream, from_wire, known
-from app.node.event_input import EventFormatError, row_from_csv, row_from_json, to_wire
 from app.registry import ValidationError
 from engine.errors import CEPError
 
@@ -48,6 +48,19 @@ def stream_from_definition(text: str) -> KnownStream:
 
 def file_format(path: str) -> str:
     return "csv" if path.lower().endswith(".csv") else "jsonl"
+
+
+def to_wire(stream: KnownStream, row: Row, timestamp: int) -> WireEvent:
+    """A row split into the meta, correlation and payload sections of a Data Bridge event."""
+    d = stream.definition
+    m, c = len(d.meta), len(d.correlation)
+    return WireEvent(
+        stream.id,
+        timestamp,
+        row[:m] if m else None,
+        row[m : m + c] if c else None,
+        row[m + c :] if d.payload else None,
+    )
 
 
 def read_events(

@@ -24,13 +24,13 @@ from typing import Any
 import sqlalchemy.exc
 from flask import Blueprint, Response, g, request
 
+from adapters.http.events import EventFormatError
+from adapters.http.json_body import JsonBodyError, load_json
 from app.console import actions
 from app.console.actions import ApiError, reply
 from app.console.entities import RESOURCES, to_json
 from app.console.principal import Principal, identify
 from app.console.services import ConsoleServices
-from app.node.event_input import EventFormatError
-from app.node.json_body import JsonBodyError, load_json
 from app.registry import Outcome, RegistryError
 from app.registry.leases import RegistryLeases
 from app.registry.members import RegistryMembers

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 import flask_login  # type: ignore[import-untyped]
 from flask import Response, request
 
+from adapters.http.replies import json_error
 from app.node.auth import Credentials
-from app.node.http_api import json_error, login_refusal
+from app.node.http_api import login_refusal
 from app.registry import Registry
 from app.registry.users import User
 

@@ -21,7 +21,7 @@ from datetime import timedelta
 from flask import Flask, Response, request
 from flask_wtf.csrf import CSRFError, CSRFProtect  # type: ignore[import-untyped]
 
-from app.node.http_api import json_error
+from adapters.http.replies import json_error
 
 UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 

@@ -26,7 +26,7 @@ class ConsoleServices:
     node_id: str
     health: Callable[[], dict[str, Any]]  # the node's report (`Node.health`)
     # the simulator: a JSON body of events for a stream id → how many were accepted (raises
-    # `app.node.event_input.EventFormatError` naming the event and attribute); None: no receiver
+    # `adapters.http.events.EventFormatError` naming the event and attribute); None: no receiver
     send_events: Callable[[str, Any], int] | None = None
     # the tracer: the last events of a stream id, newest last
     trace: Callable[[str, int], list[dict[str, Any]]] | None = None

@@ -23,13 +23,13 @@ from flask import Blueprint, Response, flash, redirect, render_template, request
 from werkzeug.wrappers import Response as BaseResponse
 
 import engine
+from adapters.http.events import EventFormatError
 from app.console import actions
 from app.console.actions import ApiError
 from app.console.entities import RESOURCES, to_json
 from app.console.principal import SessionUser
 from app.console.services import ConsoleServices
 from app.node.auth import Outcome as LoginOutcome
-from app.node.event_input import EventFormatError
 from app.registry import RegistryError
 from app.registry.connectors import ADAPTER_TYPES, FORMATTER_TYPES, RECEIVER_TYPES
 from app.registry.leases import RegistryLeases

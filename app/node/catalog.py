@@ -18,7 +18,7 @@ from engine.types import AttrType
 
 @dataclass(frozen=True)
 class KnownStream:
-    """One registered stream in the three shapes the node needs."""
+    """One registered stream in the three shapes the node needs; an `adapters.http.events.StreamShape`."""
 
     definition: StreamDefinition
     wire: WireStreamDefinition
@@ -27,6 +27,16 @@ class KnownStream:
     @property
     def id(self) -> str:
         return self.definition.id
+
+    @property
+    def sections(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        """The attribute names of meta, correlation and payload, unprefixed."""
+        d = self.definition
+        return (
+            tuple(a.name for a in d.meta),
+            tuple(a.name for a in d.correlation),
+            tuple(a.name for a in d.payload),
+        )
 
 
 def to_wire(stream: StreamDefinition) -> WireStreamDefinition:

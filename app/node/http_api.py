@@ -1,29 +1,24 @@
-"""What every endpoint of the node's HTTP port shares: JSON error replies and basic authentication.
+"""What every endpoint of the node's HTTP port shares: basic authentication.
 
-`json_error` is the one shape of an error, `{"error": "..."}`. `login_refusal` checks the
-request's basic credentials with `Credentials` (throttled, logged there) and gives the reply
-for a refused one: 401 without credentials or with wrong ones (the messages differ, so a
-client can tell a missing header from a typo), 429 with `Retry-After` while the address or
-the user is locked out, 503 with `Retry-After` when no password check was free within
-`login.check_wait_seconds` (the node is busy, not the client at fault). The client address is the socket's peer: `X-Forwarded-For` and its
-kin are never trusted.
+Error replies have one shape, `{"error": "..."}` (`adapters.http.replies.json_error`).
+`login_refusal` checks the request's basic credentials with `Credentials` (throttled, logged
+there) and gives the reply for a refused one: 401 without credentials or with wrong ones (the
+messages differ, so a client can tell a missing header from a typo), 429 with `Retry-After`
+while the address or the user is locked out, 503 with `Retry-After` when no password check
+was free within `login.check_wait_seconds` (the node is busy, not the client at fault). The
+client address is the socket's peer: `X-Forwarded-For` and its kin are never trusted.
 """
 
 from __future__ import annotations
 
-import json
 import math
 
 from flask import Response, request
 
+from adapters.http.replies import json_error
 from app.node.auth import Credentials, Outcome
 
 CHALLENGE = {"WWW-Authenticate": 'Basic realm="cepheus", charset="UTF-8"'}
-
-
-def json_error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
-    body = json.dumps({"error": message})
-    return Response(body, status=status, mimetype="application/json", headers=headers)
 
 
 def login_refusal(credentials: Credentials, via: str = "http") -> Response | None:

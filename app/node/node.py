@@ -22,6 +22,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from adapters.http.receiver import Streams, events_blueprint, publish_json
 from adapters.output.throttle import Throttle
 from adapters.thrift import DataBridgeServer, ServerSettings
 from app.config import Config, Login
@@ -32,7 +33,6 @@ from app.node.catalog import StreamCatalog
 from app.node.cluster import Cluster, ClusterSettings
 from app.node.errors import NodeError
 from app.node.http_api import login_refusal
-from app.node.http_events import events_blueprint, publish_json
 from app.node.http_limits import Limits
 from app.node.http_screen import address_lockout
 from app.node.http_server import WebServer
@@ -215,10 +215,10 @@ class Node:
         from app.webapp import create_app
 
         cfg = self.config
+        streams = Streams(self.catalog.get, self.ingress.publish_rows)
         bp = events_blueprint(
-            self.catalog,
-            self.ingress,
-            self.credentials,
+            streams,
+            lambda: login_refusal(self.credentials),
             cfg.http.max_request_bytes,
             enabled=lambda: self._http_open,
             max_json_depth=cfg.http.max_json_depth,
@@ -237,7 +237,7 @@ class Node:
             credentials=self.credentials,
             node_id=cfg.node_id,
             health=self.health,
-            send_events=lambda stream_id, body: publish_json(self.catalog, self.ingress, stream_id, body),
+            send_events=lambda stream_id, body: publish_json(streams, stream_id, body),
             trace=self._trace,
             restart=lambda: self.request_stop(restart=True),
             shutdown=lambda: self.request_stop(restart=False),

@@ -19,8 +19,9 @@ from typing import Any
 from flask import Blueprint, Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
+from adapters.http.replies import json_error
 from app.node.auth import Credentials
-from app.node.http_api import json_error, login_refusal
+from app.node.http_api import login_refusal
 
 log = logging.getLogger(__name__)
 

@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
+from adapters.http.events import EventFormatError, row_from_csv, row_from_json, rows_from_json
 from adapters.thrift import WireEvent
 from app.node.catalog import KnownStream, known
-from app.node.event_input import EventFormatError, row_from_csv, row_from_json, rows_from_json, to_wire
+from app.publishing import to_wire
 from app.registry import Attribute, StreamDefinition
 
 ORDERS = known(

@@ -11,9 +11,10 @@ import pytest
 from flask import Blueprint, Flask
 from flask.testing import FlaskClient
 
+from adapters.http.receiver import Streams, events_blueprint
 from app.node.auth import Credentials, LoginThrottle, ThrottleSettings
 from app.node.catalog import StreamCatalog
-from app.node.http_events import events_blueprint
+from app.node.http_api import login_refusal
 from app.node.ingress import Ingress
 from app.node.web import create_web_app
 from app.registry import Attribute, StreamDefinition
@@ -45,7 +46,12 @@ def make_app(report: dict[str, Any] | None = None, max_failures: int = 5) -> Fla
     def folder() -> Any:
         return {"folder": True}
 
-    events = events_blueprint(catalog, Ingress(), credentials, max_request_bytes=1000, max_json_depth=5)
+    events = events_blueprint(
+        Streams(catalog.get, Ingress().publish_rows),
+        lambda: login_refusal(credentials),
+        max_request_bytes=1000,
+        max_json_depth=5,
+    )
     return create_web_app([events, broken], lambda: report or REPORT, credentials)
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from app.node.json_body import JsonBodyError, json_depth, load_json
+from adapters.http.json_body import JsonBodyError, json_depth, load_json
 
 
 @pytest.mark.parametrize(

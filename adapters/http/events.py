@@ -1,4 +1,4 @@
-"""Events from JSON and CSV into rows of a registered stream (the HTTP receiver and `cepheus publish`).
+"""Events from JSON and CSV into rows of a stream (the HTTP receiver, the console's simulator, `cepheus publish`).
 
 A stream's row is its flattened attributes: `meta_x`, `correlation_x`, then the payload. One
 JSON event is any of
@@ -8,29 +8,47 @@ JSON event is any of
 * WSO2's JSON mapping: `{"event": {"metaData": {...}, "correlationData": {...}, "payloadData": {...}}}`.
 
 A CSV record is the values in row order, as text. Every mistake is an `EventFormatError`
-naming the event and the attribute.
+naming the event and the attribute. A stream is anything shaped as a `StreamShape` (the
+node's `app.node.catalog.KnownStream` is one); nothing of `app` is imported.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
-from adapters.thrift import WireEvent
 from adapters.wording import counted
-from app.node.catalog import KnownStream
 from engine.errors import CEPError
 from engine.types import AttrType, coerce
 
 Row = tuple[Any, ...]
 
 
+class StreamShape(Protocol):
+    """What the conversion needs of a stream: its id, its attributes flattened and by section."""
+
+    @property
+    def id(self) -> str:
+        """`name:version`."""
+        ...
+
+    @property
+    def attributes(self) -> Sequence[tuple[str, AttrType]]:
+        """Names and types, flattened in row order: `meta_x`, `correlation_x`, then the payload."""
+        ...
+
+    @property
+    def sections(self) -> tuple[Sequence[str], Sequence[str], Sequence[str]]:
+        """The attribute names of meta, correlation and payload, unprefixed (WSO2's JSON mapping)."""
+        ...
+
+
 class EventFormatError(CEPError):
     """An event that does not fit its stream; the message says which event and attribute."""
 
 
-def rows_from_json(body: Any, stream: KnownStream) -> tuple[list[Row], list[int | None]]:
+def rows_from_json(body: Any, stream: StreamShape) -> tuple[list[Row], list[int | None]]:
     """A request body (a list of events, or one event object) as rows and timestamps."""
     items = [body] if isinstance(body, Mapping) else body
     if not isinstance(items, list):
@@ -45,7 +63,7 @@ def rows_from_json(body: Any, stream: KnownStream) -> tuple[list[Row], list[int 
     return rows, stamps
 
 
-def row_from_json(item: Any, stream: KnownStream, where: str) -> tuple[Row, int | None]:
+def row_from_json(item: Any, stream: StreamShape, where: str) -> tuple[Row, int | None]:
     if isinstance(item, list):
         return _row(item, stream, where), None
     if not isinstance(item, Mapping):
@@ -68,7 +86,7 @@ def row_from_json(item: Any, stream: KnownStream, where: str) -> tuple[Row, int 
     raise EventFormatError(msg)
 
 
-def row_from_csv(fields: Sequence[str], stream: KnownStream, where: str) -> Row:
+def row_from_csv(fields: Sequence[str], stream: StreamShape, where: str) -> Row:
     """One CSV record; an empty field is null for every type but string."""
     if len(fields) != len(stream.attributes):
         msg = f"{where}: {stream.id} has {len(stream.attributes)} attributes, the record has {len(fields)} fields"
@@ -79,20 +97,7 @@ def row_from_csv(fields: Sequence[str], stream: KnownStream, where: str) -> Row:
     return tuple(out)
 
 
-def to_wire(stream: KnownStream, row: Row, timestamp: int) -> WireEvent:
-    """A row split into the meta, correlation and payload sections of a Data Bridge event."""
-    d = stream.definition
-    m, c = len(d.meta), len(d.correlation)
-    return WireEvent(
-        stream.id,
-        timestamp,
-        row[:m] if m else None,
-        row[m : m + c] if c else None,
-        row[m + c :] if d.payload else None,
-    )
-
-
-def _row(values: list[Any], stream: KnownStream, where: str) -> Row:
+def _row(values: list[Any], stream: StreamShape, where: str) -> Row:
     if len(values) != len(stream.attributes):
         msg = f"{where}: {stream.id} has {counted(len(stream.attributes), 'attribute')}, got {counted(len(values), 'value')}"
         raise EventFormatError(msg)
@@ -101,7 +106,7 @@ def _row(values: list[Any], stream: KnownStream, where: str) -> Row:
     )
 
 
-def _named_row(data: Mapping[str, Any], stream: KnownStream, where: str) -> Row:
+def _named_row(data: Mapping[str, Any], stream: StreamShape, where: str) -> Row:
     names = {name for name, _ in stream.attributes}
     unknown = [k for k in data if k not in names]
     if unknown:
@@ -114,23 +119,23 @@ def _named_row(data: Mapping[str, Any], stream: KnownStream, where: str) -> Row:
     return tuple(_value(data[name], kind, where, name) for name, kind in stream.attributes)
 
 
-def _wso2_row(event: Any, stream: KnownStream, where: str) -> Row:
+def _wso2_row(event: Any, stream: StreamShape, where: str) -> Row:
     if not isinstance(event, Mapping):
         msg = f"{where}: 'event' must be an object with metaData, correlationData and payloadData"
         raise EventFormatError(msg)
     _only(event, ("metaData", "correlationData", "payloadData"), f"{where}: event")
     named: dict[str, Any] = {}
-    d = stream.definition
-    for key, prefix, attrs in (
-        ("metaData", "meta_", d.meta),
-        ("correlationData", "correlation_", d.correlation),
-        ("payloadData", "", d.payload),
+    meta, correlation, payload = stream.sections
+    for key, prefix, names in (
+        ("metaData", "meta_", meta),
+        ("correlationData", "correlation_", correlation),
+        ("payloadData", "", payload),
     ):
         section = event.get(key, {})
         if not isinstance(section, Mapping):
             msg = f"{where}: event.{key} must be an object"
             raise EventFormatError(msg)
-        known = {a.name for a in attrs}
+        known = set(names)
         for name, value in section.items():
             if name not in known:
                 msg = f"{where}: event.{key} has no attribute {name!r} in {stream.id}"
