@@ -58,6 +58,21 @@ class Pair:
                 return node
         return None
 
+    def settled(self, plan: str = "rooms") -> tuple[NodeProcess, NodeProcess] | None:
+        """(notifier, standby) once the notifier of `plan` counts the other member in sync (it holds
+        every record and output a takeover needs), both read from the notifier in one report;
+        None until then. Read again every time: a hand-back may move the role meanwhile."""
+        for node in self.nodes:
+            if node.process is None or node.process.poll() is not None:
+                continue
+            status = status_of(node, plan)
+            if status.get("role") != "notifier":
+                continue
+            other = self.nodes[1 - self.nodes.index(node)]
+            if other.sections["node"]["id"] in (status.get("standbys_in_sync") or ()):
+                return node, other
+        return None
+
     def share_certificate(self, cert: Path, key: Path) -> None:
         """Both members serve this TLS certificate, so one CA file lets a client trust either."""
         for node in self.nodes:

@@ -14,7 +14,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -109,7 +109,15 @@ def get_json(url: str, timeout: float = 5.0, password: str | None = None) -> Any
         return json.loads(reply.read())
 
 
-def wait_for(condition: Any, timeout: float, what: str, interval: float = 0.05) -> Any:
+def wait_for(
+    condition: Any,
+    timeout: float,
+    what: str,
+    interval: float = 0.05,
+    message: Callable[[], object] | None = None,
+) -> Any:
+    """`condition()` once it is true; on timeout, an assertion naming `what` and, with `message`,
+    what `message()` says at that moment (not when the wait began)."""
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
@@ -117,6 +125,8 @@ def wait_for(condition: Any, timeout: float, what: str, interval: float = 0.05) 
             return value
         if time.monotonic() > deadline:
             msg = f"timed out after {timeout} s waiting for {what}"
+            if message is not None:
+                msg += f": {message()}"
             raise AssertionError(msg)
         time.sleep(interval)
 

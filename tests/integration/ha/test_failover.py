@@ -80,13 +80,11 @@ def run_faults(
         hits: list[float] = []
         for _ in range(faults):
             time.sleep(rng.uniform(0.2, 1.0))
-            victim = wait_for(pair.notifier, 20, "a notifier before a fault")
-            survivor = pair.nodes[1 - pair.nodes.index(victim)]
-            survivor_id = survivor.sections["node"]["id"]
-            wait_for(  # the notifier counts it in sync: it holds every record and output a takeover needs
-                lambda v=victim, s=survivor_id: s in (plan_status(v).get("standbys_in_sync") or ()),
+            victim, survivor = wait_for(
+                pair.settled,
                 20,
-                f"the standby to catch up: {[plan_status(n) for n in pair.nodes]}",
+                "a notifier with the other member in sync",
+                message=lambda: [plan_status(n) for n in pair.nodes],
             )
             hit = time.monotonic()
             hits.append(hit)

@@ -188,13 +188,11 @@ def kill_and_restart_the_notifier(run: Run) -> None:
     assert pair is not None
     wait_for(lambda: "Delivery1" in run.output(), 30, f"{run.mode}: delivery 1", 0.1)
     time.sleep(KILL_AFTER_DELIVERY1)
-    victim = wait_for(lambda: pair.notifier_of(PLAN), 10, f"{run.mode}: the notifier before the kill")
-    survivor = pair.nodes[1 - pair.nodes.index(victim)]
-    survivor_id = survivor.sections["node"]["id"]
-    wait_for(  # the notifier counts it in sync: it holds every record and output a takeover needs
-        lambda: survivor_id in (status_of(victim, PLAN).get("standbys_in_sync") or ()),
+    victim, survivor = wait_for(
+        lambda: pair.settled(PLAN),
         20,
-        f"{run.mode}: the standby to catch up: {[status_of(n, PLAN) for n in pair.nodes]}",
+        f"{run.mode}: a notifier with the other member in sync",
+        message=lambda: [status_of(n, PLAN) for n in pair.nodes],
     )
     run.killed = f"{victim.tmp.name} at {time.strftime('%H:%M:%S')}"
     hit = time.monotonic()
