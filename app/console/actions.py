@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import socket
 from dataclasses import replace
 from typing import Any
+from urllib.parse import urlsplit
 
 import sqlalchemy as sa
 from flask import Response
@@ -161,3 +164,44 @@ def test_datasource(registry: Registry, name: str) -> None:
         raise ApiError(502, f"data source {name}: cannot connect: {reason}") from None
     finally:
         engine.dispose()
+
+
+_ENDPOINT = re.compile(r"(?:tcp|ssl|https?)://\[?([^\s/:|,{}\]]+)\]?:(\d+)")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def test_adapter(registry: Registry, name: str) -> str:
+    """Reach what output adapter `name` writes to (an RDBMS adapter's data source; the host and
+    port of an HTTP adapter's URL or of every receiver of a wso2event adapter); what was
+    reached, or `ApiError` saying what was not."""
+    adapter = get(registry, RESOURCES["adapters"], name)
+    if adapter is None:
+        raise ApiError(404, f"output adapter {name} does not exist")
+    if adapter.datasource is not None:
+        test_datasource(registry, adapter.datasource)
+        return f"data source {adapter.datasource}"
+    try:
+        config = adapter.resolved(os.environ).config
+    except RegistryError as exc:
+        raise refusal(exc) from None
+    url = str(config.get("url") or config.get("receiverURL") or "")
+    endpoints = [(host, int(port)) for host, port in _ENDPOINT.findall(url)]
+    if not endpoints and url:
+        parts = urlsplit(url)
+        if parts.hostname:
+            endpoints = [(parts.hostname, parts.port or _DEFAULT_PORTS.get(parts.scheme, 80))]
+    if not endpoints:
+        return (
+            "nothing to reach (it writes to the node's log)"
+            if adapter.type == "logger"
+            else "no address to reach"
+        )
+    failed = []
+    for host, port in endpoints:
+        try:
+            socket.create_connection((host, port), timeout=5).close()
+        except OSError as exc:
+            failed.append(f"{host}:{port} ({exc.strerror or exc})")
+    if failed:
+        raise ApiError(502, f"output adapter {name}: cannot connect to {', '.join(failed)}")
+    return ", ".join(f"{host}:{port}" for host, port in endpoints)

@@ -150,6 +150,15 @@ def api_blueprint(services: ConsoleServices) -> Blueprint:
     def undeploy(name: str) -> Response:
         return reply(to_json(RESOURCES["plans"], actions.set_enabled(registry, name, False)))
 
+    @bp.post("/datasources/<name>/test")
+    def test_datasource(name: str) -> Response:
+        actions.test_datasource(registry, name)
+        return reply({"reached": f"data source {name}"})
+
+    @bp.post("/adapters/<name>/test")
+    def test_adapter(name: str) -> Response:
+        return reply({"reached": actions.test_adapter(registry, name)})
+
     # ---- the simulator and the tracer ----------------------------------------------------------
 
     @bp.post("/streams/<stream_id>/events")

@@ -240,6 +240,14 @@ def _paths() -> dict[str, Any]:
             ),
         },
     }
+    for kind in ("datasources", "adapters"):
+        paths[f"/{kind}/{{name}}/test"] = {
+            "parameters": named,
+            "post": {
+                "summary": "connect to what it writes to",
+                "responses": _answers(200, {"type": "object", "required": ["reached"]}, 403, 404, 502),
+            },
+        }
     stream = [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}]
     paths["/streams/{id}/events"] = {
         "parameters": stream,

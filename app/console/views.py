@@ -359,6 +359,15 @@ def views_blueprint(services: ConsoleServices) -> Blueprint:
             url_for("console.connectors", kind=kind),
         )
 
+    @bp.post("/adapters/<name>/test")
+    def test_adapter(name: str) -> Page:
+        reached: list[str] = []
+        return attempt(
+            lambda: reached.append(actions.test_adapter(registry, name)),
+            f"output adapter {name}: connected",
+            url_for("console.connectors", kind="adapters"),
+        )
+
     @bp.post("/datasources/<name>/test")
     def test_datasource(name: str) -> Page:
         return attempt(

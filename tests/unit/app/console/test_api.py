@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import re
+import socket
 from typing import Any
 
 import jsonschema
@@ -417,3 +418,58 @@ def test_a_login_starts_a_new_session(console: Console_) -> None:
     assert (
         client.post("/api/v1/streams", json=PIZZA_STREAM, headers={"X-CSRFToken": after}).status_code == 201
     )
+
+
+def test_connection_tests_reach_what_a_data_source_or_adapter_writes_to(
+    console: Console_, tmp_path: Any
+) -> None:
+    admin = console.admin()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    closed_port = closed.getsockname()[1]
+    closed.close()  # nothing listens there
+    try:
+        port = listener.getsockname()[1]
+        call(
+            console,
+            "POST",
+            "/datasources",
+            "/datasources",
+            admin,
+            json={"name": "db", "url": f"sqlite:///{tmp_path / 'x.db'}"},
+        )
+        call(
+            console,
+            "POST",
+            "/datasources",
+            "/datasources",
+            admin,
+            json={"name": "gone", "url": f"postgresql+psycopg2://u@127.0.0.1:{closed_port}/x"},
+        )
+        status, body = call(console, "POST", "/datasources/db/test", "/datasources/{name}/test", admin)
+        assert (status, body) == (200, {"reached": "data source db"})
+        status, body = call(console, "POST", "/datasources/gone/test", "/datasources/{name}/test", admin)
+        assert status == 502 and "cannot connect" in body["error"]
+        for name, url, expected in (
+            ("up", f"http://127.0.0.1:{port}/hook", 200),
+            ("down", f"http://127.0.0.1:{closed_port}/hook", 502),
+        ):
+            call(
+                console,
+                "POST",
+                "/adapters",
+                "/adapters",
+                admin,
+                json={"name": name, "type": "http", "url": url},
+            )
+            status, body = call(console, "POST", f"/adapters/{name}/test", "/adapters/{name}/test", admin)
+            assert status == expected, body
+        status, body = call(console, "POST", "/adapters/nope/test", "/adapters/{name}/test", admin)
+        assert status == 404
+        status, _ = call(console, "POST", "/adapters/up/test", "/adapters/{name}/test", console.viewer())
+        assert status == 403
+    finally:
+        listener.close()
