@@ -96,14 +96,24 @@ class OutputGate:
             while self._sent and self._sent[0][0] <= through:
                 self._events -= len(self._sent.popleft()[2])
 
-    def reset(self, after: int) -> None:
-        """Forget everything held: the plan's state was replaced by a snapshot covering `after`."""
+    def reset(self, after: int, delivered: int = 0) -> None:
+        """Forget everything held: the plan's state was replaced by a snapshot covering `after`;
+        outputs up to `delivered` are known written (the notifier said so when it sent the
+        snapshot, with the outputs it still held: `carry`)."""
         with self._lock:
             self._held.clear()
             self._sent.clear()
             self._events = 0
             self.covers_after = after
-            self.delivered = 0
+            self.delivered = delivered
+
+    def carried(self) -> tuple[list[tuple[str, list[Event], Provenance]], int, int]:
+        """What a standby joining from a snapshot of this notifier needs to be able to take over
+        at once: every output not known written, in order, with the position up to which outputs
+        are known written and the one after which this gate holds every output."""
+        with self._lock:
+            items = [(stream_id, events, where) for _, stream_id, events, where in (*self._sent, *self._held)]
+            return items, self.delivered, max(self.covers_after, self.delivered)
 
     @property
     def complete(self) -> bool:

@@ -28,9 +28,11 @@ from collections.abc import Callable
 from typing import Any
 
 from app.node.gate import OutputGate
-from app.node.journal import NotLeading, PlanJournal
+from app.node.journal import NotLeading, PlanJournal, Provenance
 from app.node.peers import Connection, Header, PeerClosed, PeerError
 from app.persistence.errors import InputLogError
+from app.persistence.records import Events, decode, encode
+from engine.events import Event
 
 log = logging.getLogger(__name__)
 
@@ -190,6 +192,7 @@ class Sequencer:
                 and first - 1 <= asked <= journal.position
             )
             state = None if resume else journal._runtime().capture()
+            carried, delivered, covers = self.gate.carried() if state is not None else ([], 0, 0)
             start = asked if resume else journal.position
             header: Header = {"log_id": journal.log_id, "position": start, "term": journal.term}
             header["clock"] = journal.clock.now
@@ -201,7 +204,21 @@ class Sequencer:
             if state is None:
                 connection.send({"t": "resume", **header})
             else:
-                connection.send({"t": "state", **header, "recent": recent}, state.encode())
+                extra = {"recent": recent, "delivered": delivered, "covers": covers}
+                connection.send({"t": "state", **header, **extra}, state.encode())
+                for stream_id, events, where in carried:  # outputs not known written: it holds them too
+                    out = Events(stream_id, [e.timestamp for e in events], [tuple(e.data) for e in events])
+                    expired = [i for i, e in enumerate(events) if e.expired]
+                    connection.send(
+                        {
+                            "t": "out",
+                            "log": where.log_id,
+                            "p": where.position,
+                            "i": where.index,
+                            "x": expired,
+                        },
+                        encode(out),
+                    )
             for position, payload in journal._log.read_payloads(journal.plan, start):
                 if position > sub.joined_at:
                     break
@@ -349,7 +366,12 @@ class Follower:
                 journal.adopt(
                     str(header["log_id"]), position, int(header["clock"]), int(header["term"]), recent
                 )
-                self.gate.reset(position)
+                if "covers" in header:  # the notifier's unwritten outputs follow (`out`)
+                    self.gate.reset(int(header["covers"]), int(header["delivered"]))
+                else:
+                    self.gate.reset(position)
+            elif kind == "out":
+                self.gate.hold(*_carried(header, body))
             elif kind == "resume":
                 self.ended_live = False
                 journal.term = int(header["term"])
@@ -366,3 +388,17 @@ class Follower:
                 self.live = self.ended_live = False
                 log.warning("plan %s: the notifier dropped this standby: %s", journal.plan, header.get("why"))
                 return
+
+
+def _carried(header: Header, body: bytes) -> tuple[str, list[Event], Provenance]:
+    """An output the notifier held when this standby joined (`out`), as the gate holds it."""
+    record = decode(body)
+    if not isinstance(record, Events):
+        msg = "a carried output must be events"
+        raise InputLogError(msg)
+    expired = set(header.get("x") or ())
+    events = [
+        Event(ts, row, i in expired)
+        for i, (ts, row) in enumerate(zip(record.timestamps, record.rows, strict=True))
+    ]
+    return record.stream, events, Provenance(str(header["log"]), int(header["p"]), int(header["i"]))

@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from app.node.gate import OutputGate
+from app.node.journal import Provenance
 from app.node.peers import Connection, PeerServer, connect
 from app.node.replication import Follower, Sequencer
+from engine.events import Event
 from tests.support.journals import OPS, Run, Wall
 
 SECRET = b"sixteen-or-more-characters"
@@ -167,3 +169,62 @@ def test_a_standby_whose_notifier_died_stays_eligible_while_it_cannot_reconnect(
         assert follower.caught_up
     finally:
         follower.stop()
+
+
+def test_a_standby_joined_from_a_snapshot_gets_the_unwritten_outputs_and_may_take_over_at_once(
+    tmp_path: Path,
+) -> None:
+    """The notifier sends what it has not seen written with the snapshot: the standby holds those
+    outputs (same origins) and could take over without waiting for a report of what is written."""
+    notifier = Run(tmp_path / "a", Wall(OPS[0][0]))
+    notifier_gate = OutputGate("p", no_outputs)
+    sequencer = Sequencer(notifier.journal, notifier_gate)
+    notifier.journal.lead(1, sequencer)
+    notifier.do(OPS[:4])
+    log_id = notifier.journal.log_id
+    written = Provenance(log_id, 2, 0)
+    unwritten = [Provenance(log_id, 3, 0), Provenance(log_id, 4, 1)]
+    notifier_gate.hold("out:1.0.0", [Event(10, ("x", 1))], written)
+    notifier_gate.hold(
+        "out:1.0.0", [Event(20, ("y", 2.5)), Event(21, (None, -1), expired=True)], unwritten[0]
+    )
+    notifier_gate.hold("other:1.0.0", [Event(30, ("z", True))], unwritten[1])
+    notifier_gate.trim(2)  # position 2's outputs are written
+
+    def serve(connection: Connection) -> None:
+        request, _ = connection.recv()
+        sequencer.serve(connection, request)
+
+    server = PeerServer("127.0.0.1", 0, "a", SECRET, serve)
+    server.start()
+    standby = Run(tmp_path / "b", Wall(10**12))
+    standby.journal.follow(None)
+    delivered: list[tuple[str, list[Event], Any]] = []
+    standby_gate = OutputGate(
+        "p", lambda stream, events, where, fence: delivered.append((stream, events, where[1]))
+    )
+    follower = Follower(
+        standby.journal,
+        standby_gate,
+        notifier=lambda: f"127.0.0.1:{server.port}",
+        connect=lambda address: connect(address, "b", "replicate", SECRET),
+        install=standby.runtime.restore,
+    )
+    try:
+        follower.start()
+        wait(lambda: follower.live, "the standby to join")
+        assert follower.caught_up  # no report of written outputs needed
+        assert (
+            sequencer.in_sync() == ["b"]
+            or wait(lambda: sequencer.in_sync() == ["b"], "the ready ack") is None
+        )
+    finally:
+        follower.stop()
+        server.stop()
+    standby_gate.open(object(), standby.journal.position)  # it takes over: the unwritten outputs go out again
+    assert [
+        (s, [(e.timestamp, tuple(e.data), e.expired) for e in events], w) for s, events, w in delivered
+    ] == [
+        ("out:1.0.0", [(20, ("y", 2.5), False), (21, (None, -1), True)], unwritten[0]),
+        ("other:1.0.0", [(30, ("z", True), False)], unwritten[1]),
+    ]
