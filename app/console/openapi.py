@@ -23,7 +23,7 @@ def _answers(ok: int, schema: dict[str, Any] | None, *refusals: int) -> dict[str
     answers: dict[str, Any] = {
         str(ok): {"description": "done"} | (_json(schema) if schema is not None else {})
     }
-    for status in (401, *refusals):
+    for status in (401, 429, *refusals):
         answers[str(status)] = {"description": "refused"} | _json(_ERROR)
     return answers
 

@@ -9,12 +9,14 @@ takes effect at once; a session also ends when its user's password changes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import flask_login  # type: ignore[import-untyped]
 from flask import Response, request
 
+from adapters.addresses import client_key
 from adapters.http.replies import json_error
 from app.node.auth import Credentials
 from app.node.http_api import login_refusal
@@ -63,8 +65,19 @@ def identify(registry: Registry, credentials: Credentials) -> Principal | Respon
     """The principal of the current request, or the JSON refusal to send (401/429/503)."""
     header = request.headers.get("Authorization", "")
     if header[:7].lower() == "bearer ":
+        # guessed tokens count as failed logins of the address: locked out, it is refused
+        # without a look into the registry
+        address = request.environ.get("REMOTE_ADDR") or ""
+        keys = (f"address {client_key(address) if address else '?'}",)
+        locked = credentials.throttle.locked(keys)
+        if locked is not None:
+            retry = str(max(1, math.ceil(locked[1])))
+            return json_error(
+                429, "too many unknown tokens from this address; try again later", {"Retry-After": retry}
+            )
         user = registry.token_user(header[7:].strip())
         if user is None:
+            credentials.throttle.failed(keys)
             return json_error(401, "the bearer token is unknown or was revoked")
         return Principal(user.name, user.role, "token")
     if header:
