@@ -157,12 +157,17 @@ class PlanJournal:
         journal leads, else raise `NotLeading` (the relaying member tries again, and takes it
         itself if it wins the lease; passed on from here it could reach the new notifier twice)."""
         ts = [timestamps] * len(rows) if isinstance(timestamps, int) else list(timestamps)
-        while forward:
-            if self.copies is not None:
-                with self.lock:
+        if self.copies is not None and forward:
+            # full-active-active: never relayed (the notifier has its own copy); decided under the
+            # lock, so a step-down in between cannot send it to the next notifier as well
+            unstamped = self._log.encode(self.plan, Events(stream, ts, rows, 0, columns))
+            with self.lock:
+                if self.copies is not None:
                     if not self.leading:
-                        self.copies.arrived(stream, rows, ts)  # the notifier has its own copy
+                        self.copies.arrived(stream, rows, ts)
                         return 0
+                    return self._sequence(stream, rows, ts, unstamped)
+        while forward:
             relay = self._relay_or_none()
             if relay is None:
                 break
@@ -316,7 +321,12 @@ class PlanJournal:
             if self.copies is not None:
                 taken = self.copies.take()
                 for stream, rows, ts in taken:
-                    self._sequence(stream, rows, ts, self._log.encode(self.plan, Events(stream, ts, rows, 0)))
+                    try:
+                        self._sequence(
+                            stream, rows, ts, self._log.encode(self.plan, Events(stream, ts, rows, 0))
+                        )
+                    except BundleFailed as exc:  # logged and taken, as a replay will: the others still count
+                        log.error("plan %s failed on a bundle it held for a takeover: %s", self.plan, exc)
                 if taken:
                     log.info(
                         "plan %s: %d bundles clients sent to this node that the old notifier never sequenced "

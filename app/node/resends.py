@@ -118,6 +118,8 @@ class DirectCopies:
                 taken.append(copies.pop(0))
         self._held.clear()
         self._order.clear()
+        self._early.clear()  # a leader's late copies are the resend filter's (`Resends`)
+        self._early_order.clear()
         return taken
 
     @property

@@ -477,9 +477,13 @@ def test_connection_tests_reach_what_a_data_source_or_adapter_writes_to(
 
 def test_guessed_tokens_lock_the_address_out(console: Console_) -> None:
     guesses = [
-        console.client().get("/api/v1/", headers={"Authorization": f"Bearer cep_{i:016x}_" + "x" * 43}).status_code
+        console.client()
+        .get("/api/v1/", headers={"Authorization": f"Bearer cep_{i:016x}_" + "x" * 43})
+        .status_code
         for i in range(5)
     ]
     assert guesses[:3] == [401, 401, 401] and guesses[-1] == 429
     locked = console.client().get("/api/v1/", headers=console.admin())
-    assert locked.status_code == 429 and int(locked.headers["Retry-After"]) >= 1  # even a good token, for a while
+    assert (
+        locked.status_code == 429 and int(locked.headers["Retry-After"]) >= 1
+    )  # even a good token, for a while
