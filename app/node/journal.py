@@ -181,21 +181,35 @@ class PlanJournal:
         unstamped = self._log.encode(self.plan, Events(stream, ts, rows, 0, columns))
         with self.lock:
             if self.leading:
-                return self._sequence(stream, rows, ts, unstamped)
+                return self._sequence(stream, rows, ts, unstamped, relayed=not forward)
         if not forward:
             msg = f"plan '{self.plan}': this node no longer leads it"
             raise NotLeading(msg)
         return self.send(stream, rows, ts, columns)  # it stopped leading meanwhile: relay them
 
-    def _sequence(self, stream: str, rows: list[tuple[Any, ...]], ts: list[int], unstamped: bytes) -> int:
-        """Append and process a bundle as the plan's sequencer (under the lock); its position."""
+    def _sequence(
+        self,
+        stream: str,
+        rows: list[tuple[Any, ...]],
+        ts: list[int],
+        unstamped: bytes,
+        *,
+        relayed: bool = False,
+    ) -> int:
+        """Append and process a bundle as the plan's sequencer (under the lock); its position.
+        `relayed`: another member relayed it (it may be a resend of one this node took)."""
         at = max(self.clock.now, self._wall())
         if self.resends is not None:
             bundle = digest(stream, ts, rows)
             if self.resends.resent(bundle, at):
                 log.info("plan %s: a bundle sent again after a takeover was not processed twice", self.plan)
                 return self.position
-            self.resends.seen(bundle)
+            if relayed and self.resends.relayed_again(bundle, at):
+                log.info(
+                    "plan %s: a bundle sent again through another member was not processed twice", self.plan
+                )
+                return self.position
+            self.resends.seen(bundle, at)
         payload = stamped(unstamped, at)
         position = self._log.append(self.plan, payload, wait=False)
         self.clock.now = at

@@ -1,7 +1,8 @@
 """Bundles a member gets twice: `Resends` after a takeover, `DirectCopies` in full-active-active,
 `RelayedBundles` relayed again by a member whose answer was lost.
 
-`Resends`: bundles a client sends again because a takeover cut off their acknowledgement.
+`Resends`: bundles a client sends again because a takeover (or a lost connection) cut off their
+acknowledgement.
 
 A notifier that dies after its standbys hold a bundle but before the client got its
 acknowledgement leaves the client no choice but to send the bundle again (to the next
@@ -9,8 +10,10 @@ receiver of `tcp://a|tcp://b`, or through a standby that relayed it). The new no
 has that bundle, sequenced in the old notifier's term. So a journal remembers the digests of
 its last `keep` bundles; for `window_ms` after it takes over, a bundle identical to one of
 them (same stream, same event timestamps, same values: a client's resend) is acknowledged
-without being processed again, each remembered bundle once. Outside that window, or for a
-bundle never sequenced before, nothing is filtered. Clients that stamp events (WSO2's do) make
+without being processed again, each remembered bundle once. Likewise a bundle a standby relays
+that is identical to one this notifier sequenced itself in the last `window_ms`: the client
+sent it here, lost the acknowledgement, and sent it again through the other member. Outside
+those cases, or for a bundle never sequenced before, nothing is filtered. Clients that stamp events (WSO2's do) make
 two distinct bundles identical only if they repeat the same values at the same millisecond.
 """
 
@@ -38,10 +41,34 @@ class Resends:
         self._window_ms = window_ms
         self._before: Counter[int] = Counter()
         self._until = 0
+        self._keep = keep
+        self._sequenced: deque[tuple[int, int]] = deque()  # (at ms, bundle) this node sequenced lately
+        self._sequenced_count: Counter[int] = Counter()
 
-    def seen(self, bundle: int) -> None:
-        """A bundle was sequenced (this node's own, or the notifier's it applied)."""
+    def seen(self, bundle: int, at_ms: int | None = None) -> None:
+        """A bundle was sequenced: by this node at `at_ms` (its plan clock), or by the notifier
+        (None: a record it applied)."""
         self._recent.append(bundle)
+        if at_ms is not None:
+            self._sequenced.append((at_ms, bundle))
+            self._sequenced_count[bundle] += 1
+            self._expire(at_ms)
+
+    def relayed_again(self, bundle: int, now_ms: int) -> bool:
+        """Whether a bundle a member relays here at `now_ms` is one this node sequenced within the
+        window: a client's resend through that member of a bundle whose acknowledgement it never
+        got from here (the connection cut by a stop, a reset or a timeout)."""
+        self._expire(now_ms)
+        return self._sequenced_count[bundle] > 0
+
+    def _expire(self, now_ms: int) -> None:
+        while self._sequenced and (
+            self._sequenced[0][0] < now_ms - self._window_ms or len(self._sequenced) > self._keep
+        ):
+            _, gone = self._sequenced.popleft()
+            self._sequenced_count[gone] -= 1
+            if self._sequenced_count[gone] <= 0:
+                del self._sequenced_count[gone]
 
     def recent(self) -> list[int]:
         return list(self._recent)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 from app.node.resends import RelayedBundles, Resends, digest
+from tests.support.journals import Run
 
 
 def test_a_bundle_sequenced_before_the_takeover_is_a_resend_once_within_the_window() -> None:
@@ -53,3 +55,26 @@ def test_a_bundle_relayed_again_gets_the_first_answer_and_is_not_processed_twice
     undecided = RelayedBundles()
     undecided.begin("b/y:1")
     assert undecided.begin("b/y:1")[1].wait(0.01) is not None  # still undecided: refused, sent again later
+
+
+def test_a_notifier_takes_a_bundle_relayed_soon_after_it_sequenced_it_as_a_resend() -> None:
+    resends = Resends(window_ms=10_000)
+    resends.seen(digest("S", [1], [("a", 1)]), at_ms=1_000)  # sequenced here, its ack lost
+    resends.seen(digest("S", [2], [("b", 2)]))  # a record applied as a standby: not this node's
+    assert resends.relayed_again(digest("S", [1], [("a", 1)]), 5_000)  # the client's resend via the standby
+    assert not resends.relayed_again(digest("S", [2], [("b", 2)]), 5_000)
+    assert not resends.relayed_again(digest("S", [1], [("a", 2)]), 5_000)  # another value: a new bundle
+    assert not resends.relayed_again(digest("S", [1], [("a", 1)]), 11_001)  # past the window
+
+
+def test_a_relayed_resend_is_not_processed_twice_by_the_journal(tmp_path: Path) -> None:
+    run = Run(tmp_path / "a")
+    run.journal.resends = Resends()
+    run.journal.lead(1, None)
+    first = run.journal.send("In", [("k", 5)], 5)
+    outputs = len(run.out)
+    assert run.journal.send("In", [("k", 5)], 5, forward=False) == first  # relayed again: the same position
+    assert run.journal.position == first and len(run.out) == outputs
+    assert (
+        run.journal.send("In", [("k", 5)], 5) > first
+    )  # sent here directly: processed (no client id to tell)
