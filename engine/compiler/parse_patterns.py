@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from engine.compiler.parse_definitions import DefinitionParser
-from engine.compiler.tokens import INT
+from engine.compiler.tokens import INT, LONG
 from engine.query.queries import (
     AbsentState,
     CountState,
@@ -27,8 +27,17 @@ class PatternParser(DefinitionParser):
         root = self._chain(kind == "sequence")
         within = None
         if self.accept_word("within"):
-            within = self.time_value("a time value after 'within'")
+            within = self._within_value()
         return StateInput(kind, root, within, self.span_from(start))
+
+    def _within_value(self) -> int:
+        """`within 5 sec`; Siddhi 2.x (WSO2 CEP 3.x) also took a bare number of
+        milliseconds, `within 10000`, which marks the plan as that dialect."""
+        if self.tok.kind in (INT, LONG) and not self.at_time_value():
+            self.legacy = True
+            text = self.advance().text
+            return int(text[:-1] if text[-1] in "lL" else text)
+        return self.time_value("a time value after 'within'")
 
     def _chain(self, sequence: bool) -> StateElement:
         sep = "," if sequence else "->"

@@ -44,6 +44,7 @@ class PlanContext:
     window_infos: dict[str, StreamInfo] = field(default_factory=dict)
     query_count: int = 0
     legacy: bool = False  # the plan is in the WSO2 CEP 3.x dialect
+    app_name: str = "SiddhiApp"  # `@app:name` (`@Plan:name`): the prefix of #log() records
     clock_now: list[Callable[[], int]] = field(default_factory=lambda: [lambda: 0])
     # `cond in Name`: the table or named window `Name` as the expression compiler sees it
     # (installed by the planner from engine.plan.tables, which builds on this module)

@@ -435,6 +435,9 @@ class ExpressionCompiler:
             return self.error(f"unknown function '{call.qualified_name}'", call.span)
         if call.star:
             call = self.expand_star(call, scope)
+        if _names_an_event(call, scope):
+            # `eventTimestamp(e1)`, `eventTimestamp(first)`: the argument is an event, not a value
+            return spec.compile(self, call, [Compiled("None", "None", AttrType.OBJECT)], scope)  # type: ignore[no-any-return]
         args = [self.compile(a, scope) for a in call.args]
         if any(a.failed for a in args):
             return FAILED
@@ -460,6 +463,19 @@ class ExpressionCompiler:
             return self.error(f"unknown table '{e.table}' after 'in'", e.table_span)
         result: Compiled = found.compile_in(self, e, scope)
         return result
+
+
+def _names_an_event(call: FunctionCall, scope: Scope) -> bool:
+    """A call whose one argument is a bare name of an input (an event reference) rather
+    than an attribute: only eventTimestamp() takes one."""
+    if call.name.lower() != "eventtimestamp" or call.namespace is not None or len(call.args) != 1:
+        return False
+    arg = call.args[0]
+    if not isinstance(arg, Variable) or arg.stream is not None:
+        return False
+    if any(s.index_of(arg.attribute) is not None for s in scope.sources):
+        return False
+    return scope.find_source(arg.attribute) is not None
 
 
 def _nests_too_deeply(c: Compiled) -> bool:

@@ -238,6 +238,8 @@ def _event_timestamp(
         ref = arg.attribute if isinstance(arg, Variable) and arg.stream is None else None
         ref = arg.stream if isinstance(arg, IsNullStream) else ref
         src = scope.find_source(ref) if ref else None
+        if src is not None and src.ts is not None:
+            return _c(src.ts, src.ts, AttrType.LONG, may_be_null=False)
         if src is None or src.indexed_row is None:
             return comp.error("eventTimestamp() takes a pattern event reference such as e1", arg.span)
         row_code = src.indexed_row(getattr(arg, "index", None))

@@ -122,12 +122,12 @@ def plan_join_query(
     rsrc = Source((right.si.ref,), right.info.attributes, "r[1]", nullable=True, stream=right.si.stream)
     del left_nullable, right_nullable
     # the `on` condition sees the two rows as `l` and `o`
+    cond_sources = [
+        Source((left.si.ref,), left.info.attributes, "l", stream=left.si.stream),
+        Source((right.si.ref,), right.info.attributes, "o", stream=right.si.stream),
+    ]
     cond_scope = Scope(
-        [
-            Source((left.si.ref,), left.info.attributes, "l", stream=left.si.stream),
-            Source((right.si.ref,), right.info.attributes, "o", stream=right.si.stream),
-        ],
-        event_ts="_et",
+        cond_sources, event_ts="_et", default_source=_legacy_default(ctx, left, right, cond_sources)
     )
     cond = comp.compile(j.on, cond_scope) if j.on is not None else None
     if cond is not None and cond.type is not AttrType.BOOL and not ctx.errors:
@@ -272,3 +272,11 @@ def plan_join_query(
 
 def _window_rows(w: Any) -> Callable[[], Any]:
     return w.rows  # type: ignore[no-any-return]
+
+
+def _legacy_default(ctx: PlanContext, left: _Side, right: _Side, sources: list[Source]) -> Source | None:
+    """In a CEP 3.x plan an unqualified name in a stream-table join's `on` condition means
+    the stream's attribute, as Siddhi 3.x read it (Siddhi 4+ refuses it as ambiguous)."""
+    if not ctx.legacy or (left.kind == "table") == (right.kind == "table"):
+        return None
+    return sources[1] if left.kind == "table" else sources[0]

@@ -53,7 +53,7 @@ class Planner:
         self.app = app
         self.source = source
         self.fuse_partitions = fuse_partitions
-        self.ctx = PlanContext(legacy=app.legacy)
+        self.ctx = PlanContext(legacy=app.legacy, app_name=_app_name(app))
         self.ctx.table_lookup = partial(table_in_condition, self.ctx)
         self.templates: list[QueryTemplate] = []
         self.partitions: list[PartitionPlan] = []
@@ -358,3 +358,11 @@ def validate(app: App, source: str) -> None:
     planner.plan_elements()
     if planner.ctx.errors:
         raise QueryValidationError(planner.ctx.errors.items, source)
+
+
+def _app_name(app: App) -> str:
+    for key in ("app:name", "plan:name"):
+        found = find_annotation(app.annotations, key)
+        if found is not None and found.elements:
+            return found.elements[0].value
+    return "SiddhiApp"

@@ -17,6 +17,7 @@ from engine.plan.fusion import FollowedByFusion
 from engine.plan.ratelimits import plan_rate_limiter
 from engine.plan.scope import Scope, Source
 from engine.plan.selector import SelectorPlan, compile_selector
+from engine.plan.stream_functions import is_supported, plan_handlers
 from engine.plan.tables import insert_into_table, plan_table_output
 from engine.plan.windows import WindowPlan, plan_window
 from engine.query.queries import (
@@ -412,23 +413,41 @@ def plan_single_query(
     current_on, expired_on = output_flags(query)
 
     for h in si.handlers + si.post_handlers:
-        if isinstance(h, StreamFunction):
+        if isinstance(h, StreamFunction) and not is_supported(h):
             comp.error(f"stream function #{h.call.qualified_name}() is not supported", h.span)
-    pre = compile_filter_condition(comp, si.handlers, scope)
+    arity = len(info.attributes)
+
+    def make_filter(run: list[Any]) -> Callable[..., Any] | None:
+        cond = compile_filter_condition(comp, run, scope)
+        return filter_function(cond, ctx.namespace, "_et" in cond.fast, arity) if cond is not None else None
+
+    pre_handlers = plan_handlers(si.handlers, scope, comp, ctx.app_name, name, make_filter)
+    post_handlers = plan_handlers(si.post_handlers, scope, comp, ctx.app_name, name, make_filter)
+    pre = compile_filter_condition(comp, si.handlers, scope) if pre_handlers is None else None
     window: WindowPlan | None = None
     if si.window is not None:
         if si.stream in ctx.window_infos:
             comp.error(f"a named window ('{si.stream}') cannot have another window", si.window.span)
             raise PlanError
         window = plan_window(si.window.call, scope, comp)
-    post = compile_filter_condition(comp, si.post_handlers, scope)
+    post = compile_filter_condition(comp, si.post_handlers, scope) if post_handlers is None else None
     is_named_window = si.stream in ctx.window_infos
     sel, limiter, output = plan_selection(ctx, query, scope, comp, [source], name, inner_streams)
     expired_used = expired_on or sel.has_aggregates
-    arity = len(info.attributes)
-    pre_fn = filter_function(pre, ctx.namespace, "_et" in pre.fast, arity) if pre is not None else None
-    post_fn = filter_function(post, ctx.namespace, "_et" in post.fast, arity) if post is not None else None
-    plain = window is None and not is_named_window and plain_selection(query, sel) and current_on
+    pre_fn = (
+        filter_function(pre, ctx.namespace, "_et" in pre.fast, arity) if pre is not None else pre_handlers
+    )
+    post_fn = (
+        filter_function(post, ctx.namespace, "_et" in post.fast, arity) if post is not None else post_handlers
+    )
+    plain = (
+        window is None
+        and not is_named_window
+        and plain_selection(query, sel)
+        and current_on
+        and pre_handlers is None
+        and post_handlers is None
+    )
     fused = fused_function(pre, sel, ctx.namespace, arity) if plain and not sel.passthrough else None
     sliding_fused = (
         window is not None

@@ -26,6 +26,7 @@ class Source:
     stream: str = ""
     is_table: bool = False
     inner: bool = False
+    ts: str | None = None  # code for the row's timestamp, where eventTimestamp(name) may read it
 
     def index_of(self, name: str) -> int | None:
         for i, (n, _) in enumerate(self.attributes):

@@ -9,6 +9,7 @@ from typing import Any
 
 from engine.plan.expressions import ExpressionCompiler, PlanError, suggest
 from engine.plan.scope import Scope
+from engine.plan.window_conditions import CONDITION_WINDOWS, condition_source
 from engine.query.expressions import Constant, FunctionCall, Span, Variable
 from engine.runtime.windows import REGISTRY, WindowSpec
 from engine.runtime.windows.base import Param, Window, WindowContext
@@ -54,6 +55,8 @@ def plan_window(call: FunctionCall, scope: Scope, comp: ExpressionCompiler) -> W
         problem = _match(signature, call, compiled)
         if problem is None:
             args = _prepare(signature, call, compiled, comp)
+            if spec.name.lower() in CONDITION_WINDOWS:
+                args[0] = condition_source(spec.name, call, args[0], scope, comp)
             bad = spec.check(args, [c.type for c in compiled]) if spec.check is not None else None
             if bad:
                 comp.error(f"{call.name} window: {bad}", call.span, hint=_usage(spec))

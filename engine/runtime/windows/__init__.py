@@ -3,6 +3,7 @@
 from engine.runtime.windows import (  # noqa: F401  (registers)
     batch,
     cron,
+    expression,
     external,
     frequent,
     session,
