@@ -276,7 +276,7 @@ class Planner:
             start_time=start_time,
             parts=parts,
             starters=starters,
-            on_demand=OnDemandPlanner(self.ctx, clk.now).prepare,
+            on_demand=OnDemandPlanner(self.ctx, clk.now),
         )
         runtime_holder.append(rt)
         return rt

@@ -13,7 +13,7 @@ from engine.runtime.capture import Capture, RestoreReport
 from engine.runtime.clock import PlaybackClock, Scheduler, WallClock
 from engine.runtime.gc_pause import GcPause
 from engine.runtime.junction import Junction
-from engine.runtime.on_demand import PreparedQuery
+from engine.runtime.on_demand import PreparedQuery, QueryPreparer
 from engine.runtime.parts import OwnerIndex, Part
 from engine.types import AttrType, coerce, f32
 
@@ -35,7 +35,7 @@ class Runtime:
         parts: list[Part],
         starters: list[Callable[[], None]],
         annotations: dict[str, Any] | None = None,
-        on_demand: Callable[[str], PreparedQuery] | None = None,
+        on_demand: QueryPreparer | None = None,
     ) -> None:
         self.name = name
         self.plan_id = plan_id
@@ -224,12 +224,12 @@ class Runtime:
         if self._on_demand is None:
             msg = f"plan '{self.name}' takes no on-demand queries"
             raise CEPError(msg)
-        return self._on_demand(text)
+        return self._on_demand.prepare(text)
 
     def run_query(self, prepared: PreparedQuery) -> list[Event]:
         """Run a query this runtime prepared, under the lock that serialises sends, timers
         and snapshots: it sees, and changes, the tables between two chunks."""
-        if self._on_demand is None or getattr(self._on_demand, "__self__", None) is not prepared.origin:
+        if self._on_demand is None or prepared.origin is not self._on_demand:
             msg = f"the query was not prepared by plan '{self.name}'"
             raise CEPError(msg)
         with self._lock:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from engine.types import AttrType
 
@@ -24,3 +24,9 @@ class PreparedQuery:
     target: str  # the table or window read or changed
     run: Callable[[], list[tuple[int, Row]]]
     origin: object  # what prepared it: a runtime runs only what it prepared
+
+
+class QueryPreparer(Protocol):
+    """What compiles on-demand queries for a runtime (the planner's `OnDemandPlanner`)."""
+
+    def prepare(self, text: str) -> PreparedQuery: ...
