@@ -200,11 +200,12 @@ def run(
 def _register_commands() -> None:
     from app.commands.cluster import cluster
     from app.commands.publish import publish
+    from app.commands.query import query
     from app.commands.registry import COMMANDS
     from app.commands.server import server
     from app.commands.snapshot import snapshot
 
-    for command in (*COMMANDS, server, publish, snapshot, cluster):
+    for command in (*COMMANDS, server, publish, snapshot, cluster, query):
         main.add_command(command)
 
 

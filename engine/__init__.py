@@ -9,6 +9,7 @@ rt.advance_to(60_000)                       # playback clock: fire every timer d
 cap = rt.capture(); blob = cap.encode()      # copy under the lock; encode outside it
 rt2 = engine.compile(edited_text); report = rt2.restore(blob, partial=True)
 report.kept, report.fresh, report.unfit      # parts by label: "query 'q2'", "table 'T'"
+rows = rt.query("from T on T.x > 5 select x")  # on-demand query: list[engine.Event]
 rt.shutdown()
 ```
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from engine.compiler.parse_on_demand import parse_on_demand
 from engine.compiler.parser import parse as _parse
 from engine.errors import (
     CEPError,
@@ -35,10 +37,11 @@ from engine.errors import (
 from engine.events import Chunk, Event
 from engine.plan.planner import build_runtime
 from engine.plan.planner import validate as _validate
-from engine.query.queries import App
+from engine.query.queries import App, OnDemandQuery
 from engine.runtime.app import Runtime
 from engine.runtime.capture import Capture, RestoreReport
 from engine.runtime.clock import PlaybackClock, WallClock
+from engine.runtime.on_demand import PreparedQuery
 from engine.runtime.state import STATE_FORMAT
 from engine.types import AttrType
 
@@ -51,6 +54,8 @@ __all__ = [
     "Chunk",
     "Diagnostic",
     "Event",
+    "OnDemandQuery",
+    "PreparedQuery",
     "ProcessingError",
     "QueryError",
     "QuerySyntaxError",
@@ -60,6 +65,7 @@ __all__ = [
     "StateError",
     "compile",
     "parse",
+    "parse_query",
     "validate",
 ]
 
@@ -67,6 +73,12 @@ __all__ = [
 def parse(plan_text: str) -> App:
     """The syntax tree of a plan (every node with its span); raises QuerySyntaxError."""
     return _parse(plan_text)
+
+
+def parse_query(text: str) -> OnDemandQuery:
+    """The syntax tree of an on-demand query (`.changes`: whether it changes a table); raises
+    QuerySyntaxError. `Runtime.query` compiles and runs one."""
+    return parse_on_demand(text)
 
 
 def validate(plan_text: str) -> App:

@@ -6,6 +6,8 @@
   (`app.console.entities`). A change is one registry transaction, checked as `cepheus apply`
   checks a file: nothing is written unless all of it holds, and every member redeploys it.
 - `plans/validate` (the editor's check as you type), `plans/<name>/deploy|undeploy`.
+- `plans/<name>/query` (an on-demand query on the plan deployed here: `{"query": "..."}` →
+  `{"columns": [...], "rows": [[...], ...]}`; a read needs any user, a change an admin).
 - `streams/<id>/events` (the event simulator), `streams/<id>/trace` (the last events).
 - `users`, `tokens` (bearer tokens: shown once at creation), `cluster` (members, leases,
   pins, drains), `server` (the node's report; graceful restart and shutdown).
@@ -24,6 +26,7 @@ from typing import Any
 import sqlalchemy.exc
 from flask import Blueprint, Response, g, request
 
+import engine
 from adapters.http.events import EventFormatError
 from adapters.http.json_body import JsonBodyError, load_json
 from app.console import actions
@@ -31,10 +34,12 @@ from app.console.actions import ApiError, reply
 from app.console.entities import RESOURCES, to_json
 from app.console.principal import Principal, identify
 from app.console.services import ConsoleServices
+from app.node.errors import OnDemandRefused
 from app.registry import Outcome, RegistryError
 from app.registry.leases import RegistryLeases
 from app.registry.members import RegistryMembers
 from app.registry.users import ROLES
+from engine.errors import CEPError, ProcessingError, QueryError
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +56,12 @@ def api_blueprint(services: ConsoleServices) -> Blueprint:
         if isinstance(who, Response):
             return who
         g.principal = who
-        if request.method not in ("GET", "HEAD", "OPTIONS") and not who.admin and not _own_business():
+        if (
+            request.method not in ("GET", "HEAD", "OPTIONS")
+            and not who.admin
+            and not _own_business()
+            and not _on_demand_query()
+        ):
             return reply({"error": f"user {who.name!r} is a viewer: only an admin may change this"}, 403)
         return None
 
@@ -149,6 +159,37 @@ def api_blueprint(services: ConsoleServices) -> Blueprint:
     @bp.post("/plans/<name>/undeploy")
     def undeploy(name: str) -> Response:
         return reply(to_json(RESOURCES["plans"], actions.set_enabled(registry, name, False)))
+
+    @bp.post("/plans/<name>/query")
+    def query(name: str) -> Response:
+        data = body()
+        text = data.get("query") if isinstance(data, dict) else None
+        if not isinstance(text, str) or not text.strip():
+            raise ApiError(422, 'the body must be {"query": "<on-demand query>"}', "query")
+        if services.query is None:
+            raise ApiError(503, "this node runs no plans")
+        try:
+            changes = engine.parse_query(text).changes
+            if changes and not principal().admin:
+                raise ApiError(
+                    403, f"user {principal().name!r} is a viewer: only an admin may change a table"
+                )
+            columns, rows = services.query(name, text)
+        except QueryError as exc:
+            first = exc.errors[0]
+            message = f"query: {first.line}:{first.col}: {first.message}"
+            raise ApiError(422, message, "query", errors=actions.query_errors(exc)) from None
+        except LookupError as exc:
+            raise ApiError(404, str(exc).strip("'\"")) from None
+        except OnDemandRefused as exc:
+            raise ApiError(409, str(exc)) from None
+        except ProcessingError as exc:
+            raise ApiError(422, f"query failed: {exc}", "query") from None
+        except CEPError as exc:  # the plan was redeployed or stopped meanwhile
+            raise ApiError(503, f"{exc}; try again") from None
+        if changes:
+            log.info("plan %s: on-demand change by %s: %s", name, principal().name, text)
+        return reply({"columns": columns, "rows": rows})
 
     @bp.post("/datasources/<name>/test")
     def test_datasource(name: str) -> Response:
@@ -370,6 +411,12 @@ def api_blueprint(services: ConsoleServices) -> Blueprint:
         return confirmed_action(services.shutdown, "shut down")
 
     return bp
+
+
+def _on_demand_query() -> bool:
+    """`POST /plans/<name>/query`: a viewer may read (the route refuses them a change)."""
+    parts = request.path.removeprefix(PREFIX).split("/")
+    return request.method == "POST" and len(parts) == 4 and parts[1] == "plans" and parts[3] == "query"
 
 
 def _own_business() -> bool:

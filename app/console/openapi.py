@@ -166,6 +166,15 @@ SCHEMAS: dict[str, Any] = {
             "size": {"type": "integer"},
         },
     },
+    "QueryResult": {
+        "type": "object",
+        "required": ["columns", "rows"],
+        "properties": {
+            "columns": {"type": "array", "items": {"type": "string"}},
+            "rows": {"type": "array", "items": {"type": "array"}},
+        },
+        "additionalProperties": False,
+    },
     "Accepted": {"type": "object", "required": ["accepted"], "properties": {"accepted": {"type": "integer"}}},
     "Started": {"type": "object", "required": ["status"], "properties": {"status": {"type": "string"}}},
     "Cluster": {
@@ -214,6 +223,23 @@ def _paths() -> dict[str, Any]:
             "parameters": named,
             "post": {"summary": f"{action} a plan", "responses": _answers(200, _ref("plans"), 403, 404)},
         }
+    paths["/plans/{name}/query"] = {
+        "parameters": named,
+        "post": {
+            "summary": "an on-demand query on the plan deployed here (a change needs an admin)",
+            "description": "`from T [on c] select ...` reads a table or named window; `delete`, "
+            "`update`, `update or insert into` and `insert into` change a table. A plan with an "
+            "input log (persistence or redundant mode) takes no changes (409).",
+        }
+        | _write(
+            {
+                "type": "object",
+                "required": ["query"],
+                "properties": {"query": {"type": "string"}},
+            }
+        )
+        | {"responses": _answers(200, _ref("QueryResult"), 400, 403, 404, 409, 422, 503)},
+    }
     paths["/plans/{name}/snapshots"] = {
         "parameters": named,
         "get": {

@@ -33,6 +33,10 @@ class ConsoleServices:
     restart: Callable[[], None] | None = None  # graceful: final snapshots, drain, then re-exec
     shutdown: Callable[[], None] | None = None  # graceful, then exit
     max_json_depth: int = 64
+    # an on-demand query on a plan deployed here: (plan name, query text) → (columns, rows);
+    # raises LookupError (no such plan here), engine.QueryError (a bad query), and
+    # `app.node.errors.OnDemandRefused` (a change the plan cannot take, e.g. one with an input log)
+    query: Callable[[str, str], tuple[list[str], list[list[Any]]]] | None = None
     # a plan's snapshots: list, take now, restore one (`app.node.http_snapshots.SnapshotRequests`)
     snapshots: Any = None
     blueprints: Sequence[Blueprint] = field(

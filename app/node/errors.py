@@ -17,3 +17,8 @@ class UnknownPlan(CEPError):
         self.name = name
         msg = f"plan {name!r} is not deployed on this node (see /health/details for those that are)"
         super().__init__(msg)
+
+
+class OnDemandRefused(CEPError):
+    """An on-demand query the plan cannot take here (a change of a plan run through an input
+    log, whose members or recovery would not see it)."""

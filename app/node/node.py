@@ -39,6 +39,7 @@ from app.node.http_server import WebServer
 from app.node.http_snapshots import SnapshotRequests, snapshots_blueprint
 from app.node.ingress import Ingress
 from app.node.journal import Journals
+from app.node.on_demand import OnDemandQueries
 from app.node.outputs import OutputHub
 from app.node.plans import PlanManager
 from app.node.receiver import RegistryHandler
@@ -243,6 +244,7 @@ class Node:
             shutdown=lambda: self.request_stop(restart=False),
             max_json_depth=cfg.http.max_json_depth,
             snapshots=snapshot_requests,
+            query=OnDemandQueries(self.plans),
             blueprints=(bp, snapshots, ops),
         )
         app = create_app(cfg, services)

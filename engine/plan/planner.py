@@ -16,6 +16,7 @@ from engine.plan.expressions import PlanError
 from engine.plan.fingerprints import Fingerprints
 from engine.plan.joins import plan_join_query
 from engine.plan.named_windows import plan_named_window
+from engine.plan.on_demand import OnDemandPlanner
 from engine.plan.partitions import PartitionPlan, plan_partition
 from engine.plan.patterns import plan_state_query
 from engine.plan.query import QueryTemplate, plan_single_query, query_name
@@ -275,6 +276,7 @@ class Planner:
             start_time=start_time,
             parts=parts,
             starters=starters,
+            on_demand=OnDemandPlanner(self.ctx, clk.now),
         )
         runtime_holder.append(rt)
         return rt

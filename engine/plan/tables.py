@@ -17,7 +17,7 @@ from engine.plan.context import Env, PlanContext, StreamInfo
 from engine.plan.expressions import Compiled, ExpressionCompiler, PlanError
 from engine.plan.scope import Scope, Source
 from engine.query.definitions import TableDefinition, find_annotations
-from engine.query.expressions import BinaryOp, Expr, In, Variable, walk
+from engine.query.expressions import BinaryOp, Expr, In, Span, Variable, walk
 from engine.query.queries import DeleteFrom, InsertInto, Query, UpdateOrInsert, UpdateTable
 from engine.runtime.table import Table
 from engine.types import AttrType
@@ -216,15 +216,37 @@ def plan_table_output(
 ) -> Callable[[Env], Callable[[Chunk], None]]:
     out = query.output
     assert isinstance(out, (DeleteFrom, UpdateTable, UpdateOrInsert))
-    target = out.target
+    store, info = table_target(ctx, out.target, out.target_span, comp)
+    scope = _event_scope(query, sel.names, sel.types, out.target, info)
+    apply = table_change(ctx, out, store, info, sel.names, sel.types, scope, comp)
+    return lambda env: apply
+
+
+def table_target(
+    ctx: PlanContext, target: str, span: Span, comp: ExpressionCompiler
+) -> tuple[Table, StreamInfo]:
+    """The table `delete`/`update` names; raises PlanError (diagnostic recorded) if none."""
     store = ctx.tables.get(target)
     info = ctx.table_infos.get(target)
     if store is None or info is None:
-        comp.error(
-            f"'{target}' is not a table", out.target_span, hint="delete and update work on tables only"
-        )
+        comp.error(f"'{target}' is not a table", span, hint="delete and update work on tables only")
         raise PlanError
-    scope = _event_scope(query, sel.names, sel.types, target, info)
+    return store, info
+
+
+def table_change(
+    ctx: PlanContext,
+    out: DeleteFrom | UpdateTable | UpdateOrInsert,
+    store: Table,
+    info: StreamInfo,
+    names: list[str],
+    types: list[AttrType],
+    scope: Scope,
+    comp: ExpressionCompiler,
+) -> Callable[[Chunk], None]:
+    """What `delete`/`update`/`update or insert` does with a chunk of events (rows of
+    `names`/`types`, seen through `scope` with the table qualified)."""
+    target = out.target
     cond_expr = out.on
     cond = comp.compile(cond_expr, scope) if cond_expr is not None else None
     if cond is not None and cond.type is not AttrType.BOOL:
@@ -236,13 +258,13 @@ def plan_table_output(
     make_src = None
     new_row_src = None
     if isinstance(out, (UpdateTable, UpdateOrInsert)):
-        make_src = _make_row(out, sel, info, target, scope, comp)
+        make_src = _make_row(out, names, types, info, target, scope, comp)
     if isinstance(out, UpdateOrInsert):
-        if [(n, t) for n, t in zip(sel.names, sel.types, strict=True)] != info.attributes:
+        if list(zip(names, types, strict=True)) != info.attributes:
             fmt = _signature
             comp.error(
                 f"'update or insert' needs the select to match table '{target}' {fmt(info.attributes)}, "
-                f"found {fmt(list(zip(sel.names, sel.types, strict=True)))}",
+                f"found {fmt(list(zip(names, types, strict=True)))}",
                 out.target_span,
             )
         new_row_src = "lambda r: tuple(r)"
@@ -251,21 +273,16 @@ def plan_table_output(
     ns = comp.ctx.namespace
     pred = eval(pred_src, ns)  # noqa: S307 - generated code
     look = eval(lookup_src, ns)  # noqa: S307 - generated code
-    make = eval(make_src, ns) if make_src else None  # noqa: S307 - generated code
-    new_row = eval(new_row_src, ns) if new_row_src else None  # noqa: S307 - generated code
+    make: Any = eval(make_src, ns) if make_src else None  # noqa: S307 - generated code
+    new_row: Any = eval(new_row_src, ns) if new_row_src else None  # noqa: S307 - generated code
 
-    overwrite = isinstance(out, UpdateOrInsert) and _only_primary_key_equality(cond_expr, target, info, store)
-
-    def build(env: Env) -> Callable[[Chunk], None]:
-        if overwrite:
-            return lambda chunk: store.overwrite(chunk.rows)
-        if isinstance(out, DeleteFrom):
-            return lambda chunk: store.delete(chunk.rows, look, pred)
-        if isinstance(out, UpdateTable):
-            return lambda chunk: store.update(chunk.rows, look, pred, make)
-        return lambda chunk: store.update_or_insert(chunk.rows, look, pred, make, new_row)
-
-    return build
+    if isinstance(out, UpdateOrInsert) and _only_primary_key_equality(cond_expr, target, info, store):
+        return lambda chunk: store.overwrite(chunk.rows)
+    if isinstance(out, DeleteFrom):
+        return lambda chunk: store.delete(chunk.rows, look, pred)
+    if isinstance(out, UpdateTable):
+        return lambda chunk: store.update(chunk.rows, look, pred, make)
+    return lambda chunk: store.update_or_insert(chunk.rows, look, pred, make, new_row)
 
 
 def _only_primary_key_equality(cond: Expr | None, table: str, info: StreamInfo, store: Table) -> bool:
@@ -295,7 +312,8 @@ def _only_primary_key_equality(cond: Expr | None, table: str, info: StreamInfo, 
 
 def _make_row(
     out: UpdateTable | UpdateOrInsert,
-    sel: Any,
+    names: list[str],
+    types: list[AttrType],
     info: StreamInfo,
     target: str,
     scope: Scope,
@@ -304,7 +322,7 @@ def _make_row(
     """Code for `lambda t, r: <new table row>` from the set clause, or by attribute name."""
     columns = [f"t[{i}]" for i in range(len(info.names))]
     if out.set is None:
-        for n, kind in zip(sel.names, sel.types, strict=True):
+        for n, kind in zip(names, types, strict=True):
             if n not in info.names or info.types[info.names.index(n)] != kind:
                 comp.error(
                     f"attribute '{n} {kind}' of the select is not a column of table '{target}'",
@@ -312,7 +330,7 @@ def _make_row(
                     hint="use 'set Table.column = expression' to map it",
                 )
                 continue
-            columns[info.names.index(n)] = f"r[{sel.names.index(n)}]"
+            columns[info.names.index(n)] = f"r[{names.index(n)}]"
     else:
         set_scope = Scope(scope.sources, qualified_only=scope.qualified_only, event_ts="_et")
         for assignment in out.set:

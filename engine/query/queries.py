@@ -292,3 +292,31 @@ class App:
             if a.key in ("app:name", "plan:name"):
                 return a.get(None) or a.get("name")
         return None
+
+
+# ---- on-demand (store) queries ------------------------------------------------------
+
+
+@dataclass(eq=False)
+class OnDemandQuery:
+    """A query run once against a plan's current state (Siddhi 5's on-demand query):
+    `from T [as a] [on cond] [select ...]` reads a table or named window;
+    `select ... insert into T`, `[select ...] delete T [on cond]`,
+    `[select ...] update T [set ...] on cond` and
+    `select ... update or insert into T [set ...] on cond` change a table, with the
+    select's one row as the event."""
+
+    source: str | None = None  # `from source`; None for the changing forms
+    alias: str | None = None
+    on: Expr | None = None  # the `from` form's condition
+    within: Expr | None = None  # aggregations only: `within a[, b] per p`
+    per: Expr | None = None
+    selector: Selector | None = None  # None: no select clause
+    output: InsertInto | DeleteFrom | UpdateTable | UpdateOrInsert | None = None
+    span: Span = NO_SPAN
+    source_span: Span = NO_SPAN
+
+    @property
+    def changes(self) -> bool:
+        """Whether running it changes a table (anything but a `from` read)."""
+        return self.output is not None

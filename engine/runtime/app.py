@@ -13,6 +13,7 @@ from engine.runtime.capture import Capture, RestoreReport
 from engine.runtime.clock import PlaybackClock, Scheduler, WallClock
 from engine.runtime.gc_pause import GcPause
 from engine.runtime.junction import Junction
+from engine.runtime.on_demand import PreparedQuery, QueryPreparer
 from engine.runtime.parts import OwnerIndex, Part
 from engine.types import AttrType, coerce, f32
 
@@ -34,6 +35,7 @@ class Runtime:
         parts: list[Part],
         starters: list[Callable[[], None]],
         annotations: dict[str, Any] | None = None,
+        on_demand: QueryPreparer | None = None,
     ) -> None:
         self.name = name
         self.plan_id = plan_id
@@ -51,6 +53,7 @@ class Runtime:
         self._lock = threading.RLock()
         self._closed = False
         self.annotations = annotations or {}
+        self._on_demand = on_demand
         self._float_columns = {
             n: [i for i, t in enumerate(j.types) if t is AttrType.FLOAT] for n, j in junctions.items()
         }
@@ -206,6 +209,35 @@ class Runtime:
         self._started = True
         for start in self._starters:
             start()
+
+    # ---- on-demand queries ---------------------------------------------------------------
+
+    def query(self, text: str) -> list[Event]:
+        """Run an on-demand query (Siddhi's `runtime.query`) against the current tables and
+        named windows: a read returns its rows as events, a change (insert, delete, update,
+        update or insert) returns none. Raises QueryError positioned in `text`."""
+        return self.run_query(self.prepare_query(text))
+
+    def prepare_query(self, text: str) -> PreparedQuery:
+        """Parse and compile an on-demand query without running it (no lock taken): its
+        `columns`, and whether it `changes` a table, are known before it runs."""
+        if self._on_demand is None:
+            msg = f"plan '{self.name}' takes no on-demand queries"
+            raise CEPError(msg)
+        return self._on_demand.prepare(text)
+
+    def run_query(self, prepared: PreparedQuery) -> list[Event]:
+        """Run a query this runtime prepared, under the lock that serialises sends, timers
+        and snapshots: it sees, and changes, the tables between two chunks."""
+        if self._on_demand is None or prepared.origin is not self._on_demand:
+            msg = f"the query was not prepared by plan '{self.name}'"
+            raise CEPError(msg)
+        with self._lock:
+            if self._closed:
+                msg = f"plan '{self.name}' has been shut down"
+                raise CEPError(msg)
+            pairs = prepared.run()
+        return [Event(t, r) for t, r in pairs]
 
     # ---- state ---------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,13 @@ def csrf_of(page: str) -> str:
 
 @pytest.fixture
 def console(tmp_path: Path) -> Iterator[Console_]:
+    with console_of(tmp_path) as built:
+        yield built
+
+
+@contextmanager
+def console_of(tmp_path: Path, **services: Any) -> Iterator[Console_]:
+    """The console app, its `ConsoleServices` given `services` besides the defaults."""
     registry = Registry(f"sqlite:///{tmp_path / 'registry.db'}")
     registry.migrate()
     registry.ensure_admin(ADMIN_PASSWORD)
@@ -89,9 +97,12 @@ def console(tmp_path: Path) -> Iterator[Console_]:
         send_events=send,
         restart=lambda: holder[0].requests.append(("restart", None)),
         shutdown=lambda: holder[0].requests.append(("shutdown", None)),
+        **services,
     )
     app = create_app(Config(console=Console(secure_cookies=False)), services)
     app.config["TESTING"] = True
     holder.append(Console_(app, registry, admin_token, viewer_token))
-    yield holder[0]
-    registry.close()
+    try:
+        yield holder[0]
+    finally:
+        registry.close()
