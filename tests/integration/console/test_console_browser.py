@@ -164,11 +164,15 @@ def run(journey: Journey, node: NodeProcess, sink: str) -> None:
     editor.fill(broken)
     line = next(i for i, text in enumerate(broken.splitlines(), 1) if "selec time" in text)
     col = broken.splitlines()[line - 1].index("selec") + 1
-    expect(page.locator("#plan-errors li").first).to_contain_text(f"{line}:")
+    expect(page.locator("#plan-errors li").first).to_contain_text(f"{line}:{col}: ")  # at the word 'selec'
     first = page.locator("#plan-errors li").first
-    assert first.get_attribute("data-line") == str(line), first.inner_text()
-    assert abs(int(first.get_attribute("data-col") or 0) - col) <= len("deliveryStream selec"), (
-        first.inner_text()
+    assert (first.get_attribute("data-line"), first.get_attribute("data-col")) == (str(line), str(col))
+    first.click()  # selects the error's span in the text
+    assert (
+        page.evaluate(
+            "(() => { const t = document.getElementById('plan-text'); return t.value.slice(t.selectionStart, t.selectionEnd); })()"
+        )
+        == "selec"
     )
     expect(page.locator(f'#plan-gutter span[data-line="{line}"]')).to_have_class("error")
     journey.shots.take(page, "editor marks the error")
