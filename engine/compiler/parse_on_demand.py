@@ -42,7 +42,7 @@ class OnDemandParser(QueryParser):
         if self.accept_word("within"):
             q.within = self.expression()
             if self.accept_punct(","):
-                self.expression()
+                q.within_end = self.expression()
             self.expect_word("per", " after 'within'")
             q.per = self.expression()
         if self.at_word("select"):

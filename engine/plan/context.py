@@ -25,7 +25,7 @@ class StreamInfo:
     types: list[AttrType]
     span: Span | None = None
     implicit: bool = False  # defined by a query's `insert into`
-    kind: str = "stream"  # stream | table | window | trigger
+    kind: str = "stream"  # stream | table | window | trigger | aggregation
 
     @property
     def attributes(self) -> list[tuple[str, AttrType]]:
@@ -42,6 +42,8 @@ class PlanContext:
     windows: dict[str, Any] = field(default_factory=dict)  # name -> named window runtime
     table_infos: dict[str, StreamInfo] = field(default_factory=dict)
     window_infos: dict[str, StreamInfo] = field(default_factory=dict)
+    aggregations: dict[str, Any] = field(default_factory=dict)  # name -> runtime aggregation
+    aggregation_infos: dict[str, StreamInfo] = field(default_factory=dict)
     query_count: int = 0
     legacy: bool = False  # the plan is in the WSO2 CEP 3.x dialect
     app_name: str = "SiddhiApp"  # `@app:name` (`@Plan:name`): the prefix of #log() records

@@ -47,7 +47,12 @@ class Fingerprints:
         ctx = self.ctx
         out = []
         for name in streams:
-            info = ctx.streams.get(name) or ctx.window_infos.get(name) or ctx.table_infos.get(name)
+            info = (
+                ctx.streams.get(name)
+                or ctx.window_infos.get(name)
+                or ctx.table_infos.get(name)
+                or ctx.aggregation_infos.get(name)
+            )
             if info is None:
                 out.append(f"{name}:?")
             else:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from engine.plan.aggregations import plan_retrieval
 from engine.plan.context import Env, PlanContext, StreamInfo
 from engine.plan.expressions import Compiled, PlanError
 from engine.plan.query import (
@@ -49,14 +50,17 @@ def _side(ctx: PlanContext, si: SingleInput, inner: dict[str, StreamInfo] | None
     elif not si.inner and si.stream in ctx.window_infos:
         kind = "window"
         info = ctx.window_infos[si.stream]
+    elif not si.inner and si.stream in ctx.aggregation_infos:
+        kind = "aggregation"
+        info = ctx.aggregation_infos[si.stream]
     else:
         info = resolve_input(ctx, si, inner)
     for h in si.handlers + si.post_handlers:
         if isinstance(h, StreamFunction):
             comp.error(f"stream function #{h.call.qualified_name}() is not supported", h.span)
     scope = Scope([Source((si.ref,), info.attributes, "r", stream=si.stream)], event_ts="_et")
-    if kind == "table" and (si.window is not None or si.handlers or si.post_handlers):
-        comp.error(f"table '{si.stream}' cannot have a window or filter in a join", si.span)
+    if kind in ("table", "aggregation") and (si.window is not None or si.handlers or si.post_handlers):
+        comp.error(f"{kind} '{si.stream}' cannot have a window or filter in a join", si.span)
         raise PlanError
     if kind == "window" and si.window is not None:
         comp.error(f"named window '{si.stream}' cannot have another window", si.window.span)
@@ -99,9 +103,18 @@ def plan_join_query(
     if left.kind == "table" and right.kind == "table":
         comp.error("a join needs at least one stream or window side; both sides are tables", j.span)
         raise PlanError
-    if j.within is not None or j.per is not None:
+    agg_side = left if left.kind == "aggregation" else right if right.kind == "aggregation" else None
+    if agg_side is None and (j.within is not None or j.per is not None):
+        comp.error("'within ... per ...' applies only to joins with an aggregation", j.span)
+        raise PlanError
+    stream_side = right if agg_side is left else left
+    if agg_side is not None and stream_side.kind in ("table", "aggregation"):
+        comp.error(f"an aggregation joins a stream or window, not a {stream_side.kind}", j.span)
+        raise PlanError
+    if agg_side is not None and (j.within is None or j.per is None):
         comp.error(
-            "'within ... per ...' applies only to joins with aggregations, which are not supported", j.span
+            f"a join with aggregation '{agg_side.si.stream}' needs 'within <time range> per <duration>'",
+            j.span,
         )
         raise PlanError
     if left.si.ref == right.si.ref:
@@ -112,8 +125,10 @@ def plan_join_query(
         )
         raise PlanError
     for side in (left, right):
-        if side.kind == "table" and j.unidirectional == ("left" if side is left else "right"):
-            comp.error("a table side cannot be unidirectional", side.si.span)
+        if side.kind in ("table", "aggregation") and j.unidirectional == (
+            "left" if side is left else "right"
+        ):
+            comp.error(f"a {side.kind} side cannot be unidirectional", side.si.span)
             raise PlanError
     current_on, expired_on = output_flags(query)
     left_nullable = j.join_type in ("right_outer", "full_outer")
@@ -151,12 +166,26 @@ def plan_join_query(
     sel, limiter, output = plan_selection(ctx, query, sel_scope, comp, star, name, inner)
     expired_used = expired_on or sel.has_aggregates
     uni = j.unidirectional
-    left_trigger = left.kind != "table" and uni != "right"
-    right_trigger = right.kind != "table" and uni != "left"
+    left_trigger = left.kind not in ("table", "aggregation") and uni != "right"
+    right_trigger = right.kind not in ("table", "aggregation") and uni != "left"
     left_outer = j.join_type in ("left_outer", "full_outer")
     right_outer = j.join_type in ("right_outer", "full_outer")
     match_l = _matcher(cond, True, ctx.namespace)
     match_r = _matcher(cond, False, ctx.namespace)
+    if agg_side is not None:
+        assert j.within is not None and j.per is not None
+        scope = Scope(
+            [Source((stream_side.si.ref,), stream_side.info.attributes, "r", stream=stream_side.si.stream)],
+            event_ts="_et",
+        )
+        agg = ctx.aggregations[agg_side.si.stream]
+        found = plan_retrieval(ctx, comp, agg, j.within, j.within_end, j.per, scope, name)
+        if found is None or ctx.errors:
+            raise PlanError
+        if agg_side is right:
+            match_l = _reading(match_l, found)
+        else:
+            match_r = _reading(match_r, found)
     filters = {
         id(s): (
             filter_function(s.pre, ctx.namespace, "_et" in s.pre.fast) if s.pre is not None else None,
@@ -197,6 +226,9 @@ def plan_join_query(
             if side.kind == "table":
                 holders[label] = ctx.tables[side.si.stream].all_rows
                 continue
+            if side.kind == "aggregation":  # read per triggering event: see _reading
+                holders[label] = no_rows
+                continue
             if side.kind == "window":
                 holders[label] = ctx.windows[side.si.stream].rows
             if pre_fn is not None:
@@ -233,7 +265,7 @@ def plan_join_query(
             ("left", left, left_trigger, left_outer, match_l),
             ("right", right, right_trigger, right_outer, match_r),
         ):
-            if side.kind == "table":
+            if side.kind in ("table", "aggregation"):
                 continue
             other = holders["right" if label == "left" else "left"]
             js = JoinSide(
@@ -268,6 +300,15 @@ def plan_join_query(
     return query_template(
         query, name, build, [(left.si.stream, left.si.inner), (right.si.stream, right.si.inner)]
     )
+
+
+def _reading(match: Callable[..., Any], found: Callable[[Any], list[Any]]) -> Callable[..., Any]:
+    """A matcher against the aggregation rows the triggering event's `within ... per` picks."""
+
+    def m(row: Any, _cands: Any) -> Any:
+        return match(row, found(row))
+
+    return m
 
 
 def _window_rows(w: Any) -> Callable[[], Any]:

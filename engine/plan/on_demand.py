@@ -18,6 +18,7 @@ from typing import Any
 from engine.compiler.parse_on_demand import parse_on_demand
 from engine.errors import QueryValidationError
 from engine.events import Chunk
+from engine.plan.aggregations import plan_retrieval
 from engine.plan.context import PlanContext, StreamInfo
 from engine.plan.expressions import ExpressionCompiler, PlanError, suggest
 from engine.plan.scope import Scope, Source
@@ -66,6 +67,8 @@ class OnDemandPlanner:
             windows=plan.windows,
             table_infos=plan.table_infos,
             window_infos=plan.window_infos,
+            aggregations=plan.aggregations,
+            aggregation_infos=plan.aggregation_infos,
             legacy=plan.legacy,
         )
         ctx.clock_now[0] = self._now
@@ -77,10 +80,6 @@ class OnDemandPlanner:
     def _read(self, query: OnDemandQuery, ctx: PlanContext, comp: ExpressionCompiler) -> PreparedQuery:
         name = query.source
         assert name is not None
-        if query.within is not None or query.per is not None:
-            span = (query.within or query.per).span  # type: ignore[union-attr]
-            comp.error("on-demand queries on aggregations ('within ... per') are not supported yet", span)
-            raise PlanError
         info, read = self._readable(name, query, ctx, comp)
         refs = tuple(dict.fromkeys([name, query.alias or name]))
         source = Source(refs, info.attributes, "r", stream=name, is_table=name in ctx.tables)
@@ -107,7 +106,14 @@ class OnDemandPlanner:
     def _readable(
         self, name: str, query: OnDemandQuery, ctx: PlanContext, comp: ExpressionCompiler
     ) -> tuple[StreamInfo, Callable[[], tuple[list[int], list[Row]]]]:
-        """The schema of the table or named window `name` and a reader of its contents."""
+        """The schema of the table, named window or aggregation `name` and a reader of its
+        contents (an aggregation's: its buckets `within ... per ...`)."""
+        if name in ctx.aggregations:
+            return ctx.aggregation_infos[name], self._aggregation_rows(name, query, ctx, comp)
+        if query.within is not None:
+            span = query.within.span
+            comp.error(f"'within ... per' reads an aggregation; '{name}' is not one", span)
+            raise PlanError
         table = ctx.tables.get(name)
         if table is not None:
             now = self._now
@@ -133,11 +139,34 @@ class OnDemandPlanner:
             )
         else:
             comp.error(
-                f"'{name}' is not a table or named window of this plan",
+                f"'{name}' is not a table, named window or aggregation of this plan",
                 query.source_span,
-                hint=suggest(name, [*ctx.tables, *ctx.windows]),
+                hint=suggest(name, [*ctx.tables, *ctx.windows, *ctx.aggregations]),
             )
         raise PlanError
+
+    def _aggregation_rows(
+        self, name: str, query: OnDemandQuery, ctx: PlanContext, comp: ExpressionCompiler
+    ) -> Callable[[], tuple[list[int], list[Row]]]:
+        if query.within is None or query.per is None:
+            comp.error(
+                f"reading aggregation '{name}' needs 'within <time range> per <duration>'",
+                query.source_span,
+                hint='e.g. from A within "2026-**-** **:**:**" per "days"',
+            )
+            raise PlanError
+        agg = ctx.aggregations[name]
+        scope = Scope([], event_ts="_et")
+        find = plan_retrieval(ctx, comp, agg, query.within, query.within_end, query.per, scope, _NAME)
+        if find is None:
+            raise PlanError
+        now = self._now
+
+        def aggregation_rows() -> tuple[list[int], list[Row]]:
+            rows = find(None)
+            return [now()] * len(rows), rows
+
+        return aggregation_rows
 
     # ---- select ... insert / delete / update / update or insert ------------------------------
 

@@ -10,6 +10,7 @@ from functools import partial
 from typing import Any
 
 from engine.errors import QueryValidationError
+from engine.plan.aggregations import plan_aggregation
 from engine.plan.anonymous import plan_anonymous_query
 from engine.plan.context import Env, PlanContext, StreamInfo
 from engine.plan.expressions import PlanError
@@ -66,12 +67,14 @@ class Planner:
         self.query_names: list[str] = []  # every query planned, inner and anonymous ones too
         self.query_sources: list[tuple[Query, list[str]]] = []  # per template: its query, names
         self.partition_sources: list[tuple[Partition, list[str]]] = []
+        self.aggregation_sources: dict[str, str] = {}  # aggregation -> the stream it reads
 
     # ---- definitions ---------------------------------------------------------------------
 
     def define(self) -> None:
         ctx = self.ctx
         seen: dict[str, tuple[str, Span]] = {}
+        aggregations: list[AggregationDefinition] = []
         for d in self.app.definitions:
             kind = type(d).__name__.replace("Definition", "").lower()
             if isinstance(d, PartitionDefinition):
@@ -122,10 +125,12 @@ class Planner:
                     hint="Cepheus runs no embedded scripts; use built-in functions",
                 )
             elif isinstance(d, AggregationDefinition):
-                ctx.errors.add(
-                    f"incremental aggregation '{d.name}' ('define aggregation') is not supported yet",
-                    d.name_span,
-                )
+                aggregations.append(d)
+        for d in aggregations:  # after every stream, whatever the order of the text
+            planned = plan_aggregation(ctx, d)
+            if planned is not None:
+                ctx.aggregations[d.name], ctx.aggregation_infos[d.name] = planned
+                self.aggregation_sources[d.name] = d.source.stream  # type: ignore[attr-defined]
 
     def _same_stream(self, d: StreamDefinition) -> bool:
         prev = self.ctx.streams.get(d.name)
@@ -220,6 +225,10 @@ class Planner:
             owners = Owners(f"window/{wname}", exact=True)
             parts.append(Part(spec, window.snapshot, window.restore, owners, [window.start]))
             starters.append(window.start)
+        for aname, agg in self.ctx.aggregations.items():
+            junctions[self.aggregation_sources[aname]].receivers.append(agg.receive)
+            spec = _definition_spec(fp, "aggregation", aname, definitions[aname].span)
+            parts.append(Part(spec, agg.snapshot, agg.restore))
         for trigger in self.triggers:
             trig = Trigger(trigger, junctions[trigger.name], scheduler, clk.now, start_time_fn)
             spec = _definition_spec(fp, "trigger", trigger.name, trigger.span)

@@ -310,6 +310,7 @@ class OnDemandQuery:
     alias: str | None = None
     on: Expr | None = None  # the `from` form's condition
     within: Expr | None = None  # aggregations only: `within a[, b] per p`
+    within_end: Expr | None = None
     per: Expr | None = None
     selector: Selector | None = None  # None: no select clause
     output: InsertInto | DeleteFrom | UpdateTable | UpdateOrInsert | None = None
