@@ -105,7 +105,7 @@ def plan_join_query(
         raise PlanError
     agg_side = left if left.kind == "aggregation" else right if right.kind == "aggregation" else None
     if agg_side is None and (j.within is not None or j.per is not None):
-        comp.error("'within ... per ...' applies only to joins with an aggregation", j.span)
+        comp.error("'within ... per ...' applies only to joins with aggregations", j.span)
         raise PlanError
     stream_side = right if agg_side is left else left
     if agg_side is not None and stream_side.kind in ("table", "aggregation"):

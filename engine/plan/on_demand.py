@@ -112,7 +112,7 @@ class OnDemandPlanner:
             return ctx.aggregation_infos[name], self._aggregation_rows(name, query, ctx, comp)
         if query.within is not None:
             span = query.within.span
-            comp.error(f"'within ... per' reads an aggregation; '{name}' is not one", span)
+            comp.error(f"'within ... per' reads aggregations; '{name}' is not one", span)
             raise PlanError
         table = ctx.tables.get(name)
         if table is not None:

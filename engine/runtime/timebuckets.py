@@ -146,6 +146,9 @@ def within_range(first: Any, second: Any = None, *, two: bool = False) -> tuple[
     if two:
         start, _ = parse_time(first, allow_wildcards=False)
         end, _ = parse_time(second, allow_wildcards=False)
+        if start > end:
+            msg = f"'within {first!r}, {second!r}' ends before it starts"
+            raise ValueError(msg)
         return start, end
     start, until = parse_time(first, allow_wildcards=True)
     if until is not None:

@@ -231,7 +231,7 @@ def test_query_waits_for_a_send_in_progress() -> None:
 @pytest.mark.parametrize(
     ("text", "message", "col"),
     [
-        ("from StockTable1", "'StockTable1' is not a table or named window", 6),  # Siddhi test5
+        ("from StockTable1", "'StockTable1' is not a table, named window or aggregation", 6),  # Siddhi test5
         ("from StockStream", "'StockStream' is a stream", 6),
         (
             "from StockTable on price > 5 select symbol1, sum(volume) as totalVolume",
