@@ -286,6 +286,57 @@ def w_upsert(n: int, size: int) -> tuple[str, Any, Any]:
     return "(h) update or insert, 10k keys", engine_run, floor
 
 
+def w_incremental(n: int, size: int) -> tuple[str, Any, Any]:
+    rng = random.Random(9)
+    start = 1767182400000  # 2025-12-31 12:00 UTC: the buckets cross a day, a month and a year
+    rows = [(f"k{rng.randrange(10)}", float(rng.randrange(100)), start + i * 100) for i in range(n)]
+    ts = [r[2] for r in rows]
+    batches = chunks(rows, ts, size)
+    plan = """
+    define stream S (k string, v double, ts long);
+    define aggregation A from S select k, sum(v) as total, avg(v) as a, count() as n
+    group by k aggregate by ts every sec ... year;
+    """
+    read = 'from A within 0L, 4102444800000L per "hours"'
+
+    def engine_run(emit: Sink) -> float:
+        rt = engine.compile(plan, start_time=1000)
+        t0 = time.perf_counter()
+        for rows_, ts_ in batches:
+            rt.send("S", rows_, timestamps=ts_)
+        elapsed = time.perf_counter() - t0
+        emit([tuple(e.data) for e in rt.query(read)])  # the hours' buckets, outside the timing
+        rt.shutdown()
+        return elapsed
+
+    def floor(emit: Sink) -> None:
+        from datetime import UTC, datetime
+
+        units = (1000, 60_000, 3_600_000, 86_400_000)
+        stores: list[dict[tuple[int, str], list[float]]] = [{} for _ in range(6)]
+        calendar: dict[int, tuple[int, int]] = {}  # day -> (month start, year start)
+        for rows_, _ in batches:
+            for k, v, t in rows_:
+                day = t - t % 86_400_000
+                cal = calendar.get(day)
+                if cal is None:
+                    d = datetime.fromtimestamp(day / 1000, UTC)
+                    month = int(datetime(d.year, d.month, 1, tzinfo=UTC).timestamp()) * 1000
+                    year = int(datetime(d.year, 1, 1, tzinfo=UTC).timestamp()) * 1000
+                    cal = calendar[day] = (month, year)
+                starts = (t - t % units[0], t - t % units[1], t - t % units[2], day, cal[0], cal[1])
+                for store, b in zip(stores, starts, strict=True):
+                    st = store.get((b, k))
+                    if st is None:
+                        store[(b, k)] = [v, 1]
+                    else:
+                        st[0] += v
+                        st[1] += 1
+        emit([(b, k, s, s / c, c) for (b, k), (s, c) in stores[2].items()])
+
+    return "(i) incremental aggregation sec...year", engine_run, floor
+
+
 WORKLOADS = {
     "a": w_filter,
     "b": w_sliding_avg,
@@ -295,6 +346,7 @@ WORKLOADS = {
     "f": w_pattern,
     "g": w_join,
     "h": w_upsert,
+    "i": w_incremental,
 }
 
 
