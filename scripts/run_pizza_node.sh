@@ -18,6 +18,7 @@ offset=$("$BIN/python" -c 'from app.config import load; import pathlib; print(lo
 cat <<INFO
 
   Cepheus node starting with the pizza-shop sample (Ctrl-C stops it).
+  The console: http://127.0.0.1:$((9763 + offset))/  (user admin, password in var/admin-password)
   In another terminal:
     publish the sample events (55 s):  CEPHEUS_PASSWORD="\$(cat var/admin-password)" $BIN/python scripts/pizza_shop_publisher.py --port $((7611 + offset)) --ca-file var/tls/cert.pem
     or any JSON Lines / CSV file:       $BIN/cepheus publish --url tcp://127.0.0.1:$((7611 + offset)) --stream orderStream:1.0.0 --ca-file var/tls/cert.pem --password "\$(cat var/admin-password)" FILE
