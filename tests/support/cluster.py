@@ -69,7 +69,8 @@ class Pair:
             if status.get("role") != "notifier":
                 continue
             other = self.nodes[1 - self.nodes.index(node)]
-            if other.sections["node"]["id"] in (status.get("standbys_in_sync") or ()):
+            in_sync = status.get("standbys_in_sync")
+            if isinstance(in_sync, list) and other.sections["node"]["id"] in in_sync:
                 return node, other
         return None
 
