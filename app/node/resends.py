@@ -74,9 +74,12 @@ class Resends:
         return list(self._recent)
 
     def replace(self, recent: Sequence[int]) -> None:
-        """This member joined the notifier's log: its recent bundles are the notifier's."""
+        """This member joined the notifier's log: its recent bundles are the notifier's, and what it
+        sequenced itself before is no longer in its log (a client's resend of one must be processed)."""
         self._recent.clear()
         self._recent.extend(recent)
+        self._sequenced.clear()
+        self._sequenced_count.clear()
 
     def took_over(self, now_ms: int) -> None:
         """This node sequences from now on: what it has seen may come again for a while."""

@@ -78,3 +78,14 @@ def test_a_relayed_resend_is_not_processed_twice_by_the_journal(tmp_path: Path) 
     assert (
         run.journal.send("In", [("k", 5)], 5) > first
     )  # sent here directly: processed (no client id to tell)
+
+
+def test_what_a_node_sequenced_before_it_joined_another_log_is_no_resend() -> None:
+    """A notifier paused past its lease sequenced a bundle it could not acknowledge; it joined the
+    new notifier's log from a snapshot (its own record is gone). When it notifies again and the
+    client's resend is relayed to it, the bundle must be processed."""
+    resends = Resends(window_ms=10_000)
+    bundle = digest("S", [1], [("a", 1)])
+    resends.seen(bundle, at_ms=1_000)
+    resends.replace([digest("S", [0], [("z", 0)])])
+    assert not resends.relayed_again(bundle, 2_000)
