@@ -116,6 +116,7 @@ class _Plan:
         self.confirm_lock = threading.Lock()
         self.confirmed_at = 0.0  # when the last renewal that confirmed this node's lease was sent
         self.relayed = RelayedBundles()  # bundles members relayed to this node while it notified
+        self.fenced_at_takeover = 0  # the node's count of fence refusals when its term began
 
 
 class Cluster:
@@ -369,6 +370,7 @@ class Cluster:
         )
         after = plan.journal.lead(epoch, plan.sequencer)
         plan.epoch = epoch
+        plan.fenced_at_takeover = self._fenced()  # refusals from here on withhold the watermark
         delivered = plan.gate.open(fence, after)
         log.info(
             "plan %s: this node is its notifier now (epoch %d, from position %d; %d held outputs "
@@ -441,18 +443,19 @@ class Cluster:
         self._forever(0.2, self._watermark_round, "reporting delivered outputs")
 
     def _watermark_round(self) -> None:
-        """Tell the standbys which outputs are written, so they forget them. A flush also ends
-        when the fence refused records: then nothing is reported this round (the next
-        notifier delivers them from what it holds)."""
+        """Tell the standbys which outputs are written, so they forget them. Nothing is reported
+        for a plan once a fence refused any record since its term began (counted when it took
+        over): a refused output may have been released long before this round, and the next
+        notifier must still deliver it from what it holds."""
         with self._lock:
             leading = [(p, p.sequencer, p.gate.released) for p in self._plans.values() if p.sequencer]
         if not leading:
             return
-        fenced = self._fenced()
-        if not self._flush(WATERMARK_FLUSH_SECONDS) or self._fenced() != fenced:
+        if not self._flush(WATERMARK_FLUSH_SECONDS):
             return
+        fenced = self._fenced()
         for plan, sequencer, released in leading:
-            if plan.sequencer is sequencer:
+            if plan.sequencer is sequencer and fenced == plan.fenced_at_takeover:
                 plan.gate.trim(released)
                 sequencer.delivered(released)
 
