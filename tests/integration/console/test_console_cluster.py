@@ -5,8 +5,6 @@ and leases of a redundant plan and moves its notifier."""
 
 from __future__ import annotations
 
-import base64
-import json
 import os
 import urllib.error
 import urllib.request
@@ -16,8 +14,9 @@ from typing import Any
 import pytest
 
 from tests.support.cluster import Pair
+from tests.support.console import api, plan_state
 from tests.support.databases import isolated_database
-from tests.support.nodes import ADMIN_PASSWORD, NodeProcess, wait_for
+from tests.support.nodes import NodeProcess, wait_for
 from tests.support.rooms import provision
 
 pytestmark = [pytest.mark.slow]
@@ -39,34 +38,6 @@ define stream In (room string, v long);
 define stream Out (room string, total long);
 from In select room, sum(v) as total group by room insert into Out;
 """
-
-
-def api(
-    node: NodeProcess, method: str, path: str, body: Any = None, token: str | None = None
-) -> tuple[int, Any]:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{node.console_port}/api/v1{path}",
-        method=method,
-        data=None if body is None else json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    if token is None:
-        request.add_header(
-            "Authorization", "Basic " + base64.b64encode(f"admin:{ADMIN_PASSWORD}".encode()).decode()
-        )
-    else:
-        request.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(request, timeout=10) as reply:  # noqa: S310 - test URL
-            raw = reply.read()
-            return reply.status, json.loads(raw) if raw else None
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read() or b"null")
-
-
-def plan_state(node: NodeProcess, plan: str) -> str | None:
-    state = node.health()["plans"].get(plan)
-    return None if state is None else str(state["state"])
 
 
 def test_a_change_through_one_nodes_api_reaches_the_other_node(tmp_path: Path, mysql_url: str) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.console.test_console_cluster import api, plan_state
+from tests.support.console import api, plan_state
 from tests.support.databases import isolated_database
 from tests.support.nodes import ADMIN_PASSWORD, REPO, NodeProcess, wait_for
 
