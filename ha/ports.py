@@ -131,16 +131,37 @@ class SnapshotStore(Protocol):
         ...
 
 
+@dataclass(frozen=True, order=True)
+class LogPosition:
+    """Where a node's copy of a plan's ordered input stands: its last `position`, and the `term`
+    (lease epoch) of the notifier that sequenced it. Positions of different terms may hold
+    different records, so a position counts only within its term."""
+
+    term: int
+    position: int
+
+    def covers(self, required: LogPosition | None) -> bool:
+        """Whether a node standing here holds every record `required` names (None: nothing is)."""
+        if required is None:
+            return True
+        return self.term > required.term or (
+            self.term == required.term and self.position >= required.position
+        )
+
+
 @dataclass(frozen=True)
 class Lease:
     """Who holds a plan's notifier lease, under which `epoch` (it only grows: each change of
     holder adds one), and for how much longer, by the store's clock, when the store answered
-    (`ttl_ms`; 0: expired)."""
+    (`ttl_ms`; 0: expired). `required`: what a node must hold to be granted the lease next —
+    the last record the holders acknowledged to a client without every member of their term
+    holding it (None: nothing yet)."""
 
     plan: str
     holder: str
     epoch: int
     ttl_ms: int
+    required: LogPosition | None = None
 
 
 class LeaseStore(Protocol):
@@ -149,19 +170,35 @@ class LeaseStore(Protocol):
     No node's clock is read: a lease expires when the store's clock passes the moment it was
     last granted plus its ttl. Each method is one atomic step and propagates the store's
     exception when the store cannot answer (the caller then counts the lease as not renewed).
+
+    Eligibility: a grant to a node that does not hold the lease now needs the node's log,
+    `held`, to cover the lease's `required` position (`LogPosition.covers`; `held` None covers
+    nothing once something is required). A renewal may raise `required` (`require`): the
+    holder does so before it acknowledges a record some member of its term may lack, so that
+    member can no longer be granted the lease and lose the record.
     """
 
-    def acquire(self, plan: str, node: str, ttl_ms: int) -> Lease:
-        """Grant or renew `plan`'s lease to `node` for `ttl_ms` if it is free, expired, or
-        `node`'s already (a new holder gets the epoch + 1); else change nothing. Returns the
-        lease as it stands afterwards, whoever holds it."""
+    def acquire(
+        self,
+        plan: str,
+        node: str,
+        ttl_ms: int,
+        held: LogPosition | None = None,
+        require: LogPosition | None = None,
+    ) -> Lease:
+        """Grant or renew `plan`'s lease to `node` for `ttl_ms` if it is `node`'s already, or
+        free or expired and `held` covers what it requires (a new holder gets the epoch + 1);
+        else change nothing. A renewal with `require` raises the requirement to it (never
+        lowers it). Returns the lease as it stands afterwards, whoever holds it."""
         ...
 
-    def take_over(self, plan: str, node: str, ttl_ms: int, dead: str, epoch: int) -> Lease:
+    def take_over(
+        self, plan: str, node: str, ttl_ms: int, dead: str, epoch: int, held: LogPosition | None = None
+    ) -> Lease:
         """Grant `plan`'s lease to `node` now, before it expires, if `dead` still holds it under
-        `epoch` (its process is known to have died: its connection closed); else change
-        nothing. Safe only because the sink's fence refuses the old epoch's late writes.
-        Returns the lease as it stands afterwards."""
+        `epoch` (its process is known to have died: its connection closed) and `held` covers
+        what it requires; else change nothing. Safe only because the sink's fence refuses the
+        old epoch's late writes. Returns the lease as it stands afterwards."""
         ...
 
     def release(self, plan: str, node: str) -> bool:

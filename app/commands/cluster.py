@@ -1,10 +1,12 @@
-"""`cepheus cluster status|move|unpin|drain`: the redundant-node cluster, through the registry.
+"""`cepheus cluster status|move|unpin|drain|accept-loss`: the redundant-node cluster, through the registry.
 
 `status` shows each member as it last reported itself and each redundant plan's notifier
 lease; `move PLAN NODE` pins a plan's notifier to a member (it moves within a second or two,
 once that member has caught up; the pin holds while the member is alive), `unpin PLAN` gives it
 back to placement; `drain NODE` makes a member hand its plans over and take none unless no
-other member can (`--undo` ends it). None needs a running node: the members read the registry.
+other member can (`--undo` ends it); `accept-loss PLAN` lets a member take over a plan whose dead
+notifier acknowledged input no other member holds. None needs a running node: the members read
+the registry.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ def status(config_path: str | None, as_json_: bool) -> None:
                     "epoch": x.epoch,
                     "ttl_ms": x.ttl_ms,
                     "pinned": pins.get(x.plan),
+                    "required": None
+                    if x.required is None
+                    else {"term": x.required.term, "position": x.required.position},
                 }
                 for x in leases
             ],
@@ -58,7 +63,9 @@ def status(config_path: str | None, as_json_: bool) -> None:
     for lease in leases:
         state = f"valid {lease.ttl_ms} ms more" if lease.ttl_ms else "expired"
         pin = f", pinned to {pins[lease.plan]}" if lease.plan in pins else ""
-        click.echo(f"plan {lease.plan}: notifier {lease.holder} (epoch {lease.epoch}, {state}{pin})")
+        need = lease.required
+        needs = f"; a new notifier must hold position {need.position} of term {need.term}" if need else ""
+        click.echo(f"plan {lease.plan}: notifier {lease.holder} (epoch {lease.epoch}, {state}{pin}){needs}")
 
 
 @cluster.command("move")
@@ -98,3 +105,27 @@ def drain(node: str, undo: bool, config_path: str | None) -> None:
             msg = f"no cluster member {node!r} has reported to this registry"
             raise click.ClickException(msg)
     click.echo(f"member {node}: {'no longer draining' if undo else 'draining'}")
+
+
+@cluster.command("accept-loss")
+@click.argument("plan")
+@config_option
+def accept_loss(plan: str, config_path: str | None) -> None:
+    """Let any caught-up member take PLAN over although none holds all its dead notifier acknowledged."""
+    with registry_from_config(config_path) as registry:
+        leases = RegistryLeases(registry)
+        lease = leases.current(plan)
+        required = leases.accept_loss(plan)
+    if required is None:
+        if lease is None:
+            msg = f"plan {plan!r} has no notifier lease"
+            raise click.ClickException(msg)
+        if lease.ttl_ms > 0:
+            msg = f"plan {plan}: its notifier {lease.holder} holds the lease: nothing is lost"
+            raise click.ClickException(msg)
+        click.echo(f"plan {plan}: its lease required nothing: a caught-up member takes it")
+        return
+    click.echo(
+        f"plan {plan}: input its last notifier {lease.holder if lease else '?'} acknowledged, up to position "
+        f"{required.position} of term {required.term}, may be lost; a caught-up member takes over"
+    )

@@ -42,7 +42,7 @@ from engine.errors import CEPError, NotLeader
 from ha.lease import Timing
 from ha.membership import Membership, Timeouts
 from ha.placement import notifier, ranking
-from ha.ports import LeaseStore
+from ha.ports import Lease, LeaseStore, LogPosition
 from ha.roles import Action, PlanRole, Role
 
 log = logging.getLogger(__name__)
@@ -115,6 +115,8 @@ class _Plan:
         self.looked_up = 0.0  # when the registry was last asked who holds the lease
         self.confirm_lock = threading.Lock()
         self.confirmed_at = 0.0  # when the last renewal that confirmed this node's lease was sent
+        self.required: LogPosition | None = None  # what its renewals made the lease require, this term
+        self.ineligible: LogPosition | None = None  # the requirement last logged as not covered here
         self.relayed = RelayedBundles()  # bundles members relayed to this node while it notified
         self.fenced_at_takeover = 0  # the node's count of fence refusals when its term began
 
@@ -299,17 +301,19 @@ class Cluster:
         decision = plan.role.tick(now, candidates, caught_up, pinned, others_caught_up=preferred in others)
         if decision.action is Action.ACQUIRE:
             sent = time.monotonic()
+            held = plan.journal.held()
             try:
                 if known is not None and known.holder != self.me and self._dead(known.holder, now):
                     lease = self._leases.take_over(
-                        plan.name, self.me, self.settings.timing.ttl_ms, known.holder, known.epoch
+                        plan.name, self.me, self.settings.timing.ttl_ms, known.holder, known.epoch, held
                     )
                 else:
-                    lease = self._leases.acquire(plan.name, self.me, self.settings.timing.ttl_ms)
+                    lease = self._leases.acquire(plan.name, self.me, self.settings.timing.ttl_ms, held)
             except Exception as exc:
                 lease = None
                 log.debug("plan %s: lease request failed: %s", plan.name, exc)
             plan.role.answered(sent, lease)
+            self._note_ineligible(plan, lease, held)
             if lease is not None and lease.holder == self.me and lease.epoch == plan.epoch:
                 with plan.confirm_lock:
                     plan.confirmed_at = max(plan.confirmed_at, sent)
@@ -331,23 +335,44 @@ class Cluster:
         elif decision.role is Role.STANDBY and plan.epoch:
             self._step_down(plan)
 
-    def _confirm(self, plan: _Plan, epoch: int, since: float) -> bool:
+    def _confirm(self, plan: _Plan, epoch: int, since: float, require: LogPosition) -> bool:
         """Whether a renewal of this node's lease (under `epoch`) sent at `since` or later
-        succeeded; renews it now if none did (one registry request serves every bundle waiting)."""
+        succeeded and made the lease require `require` or more; renews it now if none did (one
+        registry request serves every bundle waiting)."""
         with plan.confirm_lock:
-            if plan.confirmed_at >= since:
+            required = plan.required
+            if plan.confirmed_at >= since and required is not None and required.covers(require):
                 return True
             sent = time.monotonic()
             try:
-                lease = self._leases.acquire(plan.name, self.me, self.settings.timing.ttl_ms)
+                lease = self._leases.acquire(plan.name, self.me, self.settings.timing.ttl_ms, require=require)
             except Exception as exc:
                 log.debug("plan %s: lease renewal failed: %s", plan.name, exc)
                 return False
             plan.role.answered(sent, lease)
-            if lease.holder != self.me or lease.epoch != epoch:
+            if lease.holder != self.me or lease.epoch != epoch or lease.required is None:
+                return False
+            if not lease.required.covers(require):
                 return False
             plan.confirmed_at = sent
+            plan.required = lease.required
             return True
+
+    def _note_ineligible(self, plan: _Plan, lease: Lease | None, held: LogPosition) -> None:
+        """Log, once per requirement, that the lease needs more of the plan's log than this node holds."""
+        if lease is None or lease.holder == self.me or held.covers(lease.required):
+            return
+        if lease.required != plan.ineligible and (
+            lease.ttl_ms <= 0 or self._dead(lease.holder, time.monotonic())
+        ):
+            plan.ineligible = lease.required
+            log.warning(
+                "plan %s: the notifier lease requires position %s of term %s of the plan's input, which "
+                "this node does not hold (it holds %d of term %d): it may not take over; a member that "
+                "holds it may, or %s when it comes back",
+                plan.name, lease.required.position if lease.required else "?",
+                lease.required.term if lease.required else "?", held.position, held.term, lease.holder,
+            )  # fmt: skip
 
     def _dead(self, member: str, now: float) -> bool:
         """Whether `member`'s process is known to have died: its connection to this node closed."""
@@ -366,10 +391,11 @@ class Cluster:
             plan.journal,
             plan.gate,
             holds=lambda: role.holder.holds(time.monotonic()),
-            confirm=lambda since: self._confirm(plan, epoch, since),
+            confirm=lambda since, require: self._confirm(plan, epoch, since, require),
         )
         after = plan.journal.lead(epoch, plan.sequencer)
         plan.epoch = epoch
+        plan.required = None  # this term has required nothing yet
         plan.fenced_at_takeover = self._fenced()  # refusals from here on withhold the watermark
         delivered = plan.gate.open(fence, after)
         log.info(

@@ -38,6 +38,7 @@ from app.persistence.input_log import Events, InputLog, Tick
 from app.persistence.records import Column, decode, encode, stamped
 from engine import Runtime
 from engine.errors import CEPError
+from ha.ports import LogPosition
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +119,7 @@ class PlanJournal:
         self.replicas: Replicas | None = None
         self.relay: Relay | None = None
         self.term = 0  # the lease epoch of the sequencer of the newest record (0: not replicated)
+        self._log_term = input_log.term(plan)  # the term whose log the local log copies, kept on disk
         self._settlers: dict[int, Replicas] = {}  # position → the standbys of the term that sequenced it
         self.resends: Resends | None = None  # a redundant plan's: bundles a takeover made clients resend
         self.copies: DirectCopies | None = None  # full-active-active: a standby's own copies of bundles
@@ -318,7 +320,8 @@ class PlanJournal:
                 for bundle in recent:
                     self.copies.sequenced(bundle)
             self._log.adopt(self.plan, log_id, position)
-            self.log_id, self.position, self.term = log_id, position, term
+            self.log_id, self.position = log_id, position
+            self._set_term(term)
             self.clock.now = clock_now
             self._emitted.clear()
             self._emitted_at = 0
@@ -327,7 +330,8 @@ class PlanJournal:
         """Sequence from now on, under lease epoch `term`; the position the term starts after.
         A full-active-active standby's copies the old notifier never sequenced come first."""
         with self.lock:
-            self.leading, self.term, self.replicas = True, term, replicas
+            self._set_term(term)
+            self.leading, self.replicas = True, replicas
             self.clock.now = max(self.clock.now, self._wall())
             if self.resends is not None:
                 self.resends.took_over(self.clock.now)
@@ -348,6 +352,23 @@ class PlanJournal:
                         self.plan, len(taken),
                     )  # fmt: skip
             return after
+
+    def resume(self, term: int) -> None:
+        """This node's log is a prefix of the log of lease term `term` (a standby resumed in it)."""
+        with self.lock:
+            self._set_term(term)
+
+    def _set_term(self, term: int) -> None:
+        self.term = term
+        if term != self._log_term:
+            self._log.set_term(self.plan, term)
+            self._log_term = term
+
+    def held(self) -> LogPosition:
+        """Where this node's copy of the plan's ordered input stands, as the notifier lease's
+        requirement counts it (`ha.ports.LeaseStore`). The term survives restarts with the log:
+        a member restarted with its log holds what it held."""
+        return LogPosition(self._log_term, self.position)
 
     def follow(self, relay: Relay | None) -> None:
         """Stop sequencing: bundles go to the notifier through `relay` from now on."""
@@ -431,6 +452,7 @@ class PlanJournal:
         """Start a new, empty log for the plan (`--discard-state`, a log that cannot be used)."""
         with self.lock:
             self.log_id = self._log.reset(self.plan)
+            self.term = self._log_term = 0  # a new log: no term's records
             self._emitted.clear()
             self._emitted_at = 0
             self.clock.now = max(self.clock.now, self._wall())

@@ -10,7 +10,13 @@ appends is pushed at once, and the standby acknowledges each once it has appende
 processed it. The notifier's `settle(position)` waits for those acknowledgements (a standby
 that does not answer within `ack_timeout` is dropped and must subscribe again), then releases
 the outputs of `position` to the adapters: no output reaches a sink for an input a takeover
-would not have. The notifier also reports which positions' outputs are written
+would not have. A standby counts itself able to take over once it was told `live`, and a
+subscription that ends keeps it so (`Follower.caught_up`): it cannot know whether it was dropped.
+So before the notifier acknowledges a position that some standby of its term may lack (it is
+catching up, or its subscription ended), and before its term's first acknowledgement (standbys
+of earlier terms may think themselves able too), it raises the lease's requirement to that
+position in the registry (`ha.ports.LeaseStore`): the store then grants the lease only to a
+member that holds it. The notifier also reports which positions' outputs are written
 (`delivered`), so standbys forget the outputs they hold for a takeover.
 
 Messages (`app.node.peers`): standby → notifier `sub`, `ack`; notifier → standby `state`
@@ -33,6 +39,7 @@ from app.node.peers import Connection, Header, PeerClosed, PeerError
 from app.persistence.errors import InputLogError
 from app.persistence.records import Events, decode, encode
 from engine.events import Event
+from ha.ports import LogPosition
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +52,7 @@ class _Subscriber:
         self.peer = connection.peer
         self.joined_at = joined_at  # it is in sync once it acknowledged this position
         self.acked = 0
+        self.live = False  # told `live`: it counts itself able to take over from then on
         self.ready = False  # it says it could take over (it holds what a takeover must deliver)
         self.queue: deque[tuple[Header, bytes]] = deque()
         self.wakeup = threading.Condition()
@@ -53,6 +61,11 @@ class _Subscriber:
     @property
     def in_sync(self) -> bool:
         return not self.gone and self.acked >= self.joined_at
+
+    def may_lack(self, position: int) -> bool:
+        """Whether it may count itself able to take over without holding `position`: the record
+        was sent to it (it subscribed before) and it has not acknowledged it."""
+        return self.joined_at < position and self.acked < position
 
     def push(self, header: Header, body: bytes = b"") -> None:
         with self.wakeup:
@@ -83,16 +96,19 @@ class Sequencer:
         gate: OutputGate,
         ack_timeout: float = 1.0,
         holds: Callable[[], bool] = lambda: True,
-        confirm: Callable[[float], bool] = lambda since: True,
+        confirm: Callable[[float, LogPosition], bool] = lambda since, require: True,
     ) -> None:
-        """`holds()`: whether this node's lease holds now; `confirm(since)`: whether a renewal of
-        it sent at `since` or later succeeded (asking the registry if need be)."""
+        """`holds()`: whether this node's lease holds now; `confirm(since, require)`: whether a
+        renewal of it sent at `since` or later succeeded and raised the lease's requirement to
+        `require` or beyond (asking the registry if need be)."""
         self.journal = journal
         self.gate = gate
         self._holds = holds
         self._confirm = confirm
         self.ack_timeout = ack_timeout
         self._subscribers: list[_Subscriber] = []
+        self._term: list[_Subscriber] = []  # every subscription of this term, ended ones too
+        self._required = False  # whether this term raised the lease's requirement yet
         self._acks = threading.Condition()
         self._closed = False
         self._final: list[int] = []  # at close: what each standby in sync had acknowledged
@@ -106,20 +122,28 @@ class Sequencer:
 
     def settle(self, position: int) -> None:
         """Return once `position` may be acknowledged, and release its outputs. That takes
-        every standby in sync holding it; when none does, a renewal of this node's lease sent
-        after the record was appended (`confirm`): a notifier deposed meanwhile (taken over
-        while paused or cut off) must not acknowledge what no other member has. Raises
+        every live standby holding it (one that does not answer in time is dropped); and when
+        no standby holds it, some standby of this term may lack it, or the term has not
+        acknowledged anything yet, a renewal of this node's lease sent after the record was
+        appended that raised the lease's requirement to it (`confirm`): a notifier deposed
+        meanwhile (taken over while paused or cut off) must not acknowledge what no other
+        member has, and a member that may lack it must not be granted the lease. Raises
         `NotLeading` (not acknowledged: the client sends it again) when neither holds."""
         start = time.monotonic()
         deadline = start + self.ack_timeout
         with self._acks:
             while True:
                 if self._closed:
-                    if not self._final or any(acked < position for acked in self._final):
+                    if (
+                        not self._final
+                        or any(acked < position for acked in self._final)
+                        or not self._required
+                        or any(s.may_lack(position) for s in self._term)
+                    ):
                         msg = f"plan {self.journal.plan}: this node stopped notifying before its standbys held the bundle"
                         raise NotLeading(msg)  # not acknowledged: the client sends it again
                     return
-                lagging = [s for s in self._subscribers if s.in_sync and s.acked < position]
+                lagging = [s for s in self._subscribers if s.live and not s.gone and s.acked < position]
                 if not lagging:
                     break
                 left = deadline - time.monotonic()
@@ -129,9 +153,16 @@ class Sequencer:
                     break
                 self._acks.wait(left)
             held = any(s.in_sync and s.acked >= position for s in self._subscribers)
-        if not held and not self._confirm(start):
-            msg = f"plan {self.journal.plan}: no standby holds the bundle and this node's lease is not confirmed"
-            raise NotLeading(msg)
+            lacking = any(s.may_lack(position) for s in self._term)
+            first = not self._required
+        if not held or lacking or first:
+            if not self._confirm(start, LogPosition(self.journal.term, position)):
+                msg = (
+                    f"plan {self.journal.plan}: the bundle is not held by every standby and this node's "
+                    "lease is not confirmed"
+                )
+                raise NotLeading(msg)
+            self._required = True
         if not self._holds():
             msg = f"plan {self.journal.plan}: this node's notifier lease ran out"
             raise NotLeading(msg)
@@ -200,6 +231,7 @@ class Sequencer:
             sub = _Subscriber(connection, journal.position)
             with self._acks:
                 self._subscribers = [*self._subscribers, sub]
+                self._term.append(sub)
         try:
             if state is None:
                 connection.send({"t": "resume", **header})
@@ -223,6 +255,8 @@ class Sequencer:
                 if position > sub.joined_at:
                     break
                 connection.send({"t": "rec", "p": position}, payload)
+            with self._acks:
+                sub.live = True  # before it is told: a bundle settled from now on waits for it
             connection.send({"t": "live"})
             log.info(
                 "plan %s: standby %s %s at position %d",
@@ -236,6 +270,7 @@ class Sequencer:
                     with self._acks:
                         sub.acked = max(sub.acked, int(answer.get("p", 0)))
                         sub.ready = bool(answer.get("ready"))
+                        self._supersede(sub)
                         self._acks.notify_all()
         except (PeerError, InputLogError) as exc:
             if not sub.gone and not isinstance(exc, PeerClosed):
@@ -247,6 +282,12 @@ class Sequencer:
             with self._acks:
                 self._subscribers = [s for s in self._subscribers if s is not sub]
                 self._acks.notify_all()
+
+    def _supersede(self, sub: _Subscriber) -> None:
+        """`sub` acknowledged in its subscription: its member was told `state` or `resume` first,
+        which ended what its earlier subscriptions let it believe (`Follower`)."""
+        if any(s.peer == sub.peer and s is not sub for s in self._term):
+            self._term = [s for s in self._term if s.peer != sub.peer or s is sub]
 
     def _send_loop(self, sub: _Subscriber) -> None:
         try:
@@ -374,7 +415,7 @@ class Follower:
                 self.gate.hold(*_carried(header, body))
             elif kind == "resume":
                 self.ended_live = False
-                journal.term = int(header["term"])
+                journal.resume(int(header["term"]))
             elif kind == "live":
                 self.live = True
                 connection.send({"t": "ack", "p": journal.position, "ready": self.gate.complete})

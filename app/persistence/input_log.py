@@ -157,6 +157,19 @@ class InputLog:
         assert plan_log is not None
         return plan_log.log_id
 
+    def term(self, plan: str) -> int:
+        """The lease term whose log `plan`'s log is a copy of (`PlanLog.term`; 0: none)."""
+        plan_log = self._plan(plan, create=True)
+        assert plan_log is not None
+        return plan_log.term
+
+    def set_term(self, plan: str, term: int) -> None:
+        """Record that `plan`'s log holds the records of lease term `term`'s log, durably."""
+        plan_log = self._plan(plan, create=True)
+        assert plan_log is not None
+        with plan_log.lock:
+            plan_log.set_term(term)
+
     def bounds(self, plan: str) -> tuple[int, int]:
         """(first kept position, last position) of `plan`'s log; (1, 0) when it holds nothing."""
         plan_log = self._plan(plan, create=True)

@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 
 _OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
 ID_FILE = "id"
+TERM_FILE = "term"
 
 
 def fsync_dir(path: Path) -> None:
@@ -100,6 +101,30 @@ class PlanLog:
         made = uuid.uuid4().hex
         _write_identity(self.directory, made)
         return made
+
+    @property
+    def term(self) -> int:
+        """The term of the records this log holds (file `term`: a log id and a lease epoch, set by
+        `set_term`); 0 when it was set for another log (the log was reset or cut since) or never."""
+        try:
+            found = (self.directory / TERM_FILE).read_text("ascii").split()
+        except (OSError, UnicodeDecodeError):
+            return 0
+        if len(found) != 2 or found[0] != self.log_id or not found[1].isdigit():
+            return 0
+        return int(found[1])
+
+    def set_term(self, term: int) -> None:
+        """Record that this log's records are those of `term`'s log (on disk before it returns)."""
+        directory = self.directory
+        temporary = directory / f"{TERM_FILE}.new"
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, PRIVATE_FILE)
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write(f"{self.log_id} {term}")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, directory / TERM_FILE)
+        fsync_dir(directory)
 
     @staticmethod
     def prepare(directory: Path, log_id: str, first: int) -> None:

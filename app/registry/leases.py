@@ -5,22 +5,27 @@ the *database's* clock (`expires_ms`), so the nodes' clocks never decide who hol
 `acquire` is one transaction: a conditional UPDATE that succeeds only for the holder or once
 the lease has expired (the row lock makes two nodes' requests take turns), else an INSERT for
 a plan never leased, else nothing; then the row as it stands. `take_over` is the same
-conditional UPDATE on the dead holder and its epoch instead of the expiry. Leases are not registry
-entities: writing them moves no revision. Imports the registry's tables and `ha`.
+conditional UPDATE on the dead holder and its epoch instead of the expiry. Both grant the lease
+to a node that does not hold it only if its log covers the row's `required_term`/`required_position`
+(see `ha.ports.LeaseStore`), checked in the same UPDATE. Leases are not registry entities: writing
+them moves no revision. Imports the registry's tables and `ha`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
+from adapters.output.rdbms.failures import is_lock_conflict
 from app.registry import schema
-from ha.ports import Lease
+from ha.ports import Lease, LogPosition
 
 if TYPE_CHECKING:
     from app.registry.registry import Registry
+
+_ATTEMPTS = 3  # of a lease request that lost a deadlock
 
 _NOW_MS = {
     "mysql": "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)",
@@ -44,22 +49,54 @@ class RegistryLeases:
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
 
-    def acquire(self, plan: str, node: str, ttl_ms: int) -> Lease:
+    def acquire(
+        self,
+        plan: str,
+        node: str,
+        ttl_ms: int,
+        held: LogPosition | None = None,
+        require: LogPosition | None = None,
+    ) -> Lease:
         _check_ttl(ttl_ms)
+        for attempt in range(_ATTEMPTS):
+            try:
+                return self._acquire(plan, node, ttl_ms, held, require)
+            except sa_exc.DBAPIError as exc:
+                # nodes asking for a lease never granted insert the row at once: InnoDB may pick
+                # one of them as a deadlock victim (its gap locks); asking again settles it
+                if attempt == _ATTEMPTS - 1 or not is_lock_conflict(exc):
+                    raise
+        raise AssertionError  # unreachable: the last attempt returned or raised
+
+    def _acquire(
+        self, plan: str, node: str, ttl_ms: int, held: LogPosition | None, require: LogPosition | None
+    ) -> Lease:
         t, c = schema.leases, schema.leases.c
         with self.registry.writing() as conn:
             now = now_ms(conn.dialect.name)
+            renewal = sa.and_(c.holder == node, c.expires_ms > now)
+            raised: list[tuple[Any, Any]] = []
+            if require is not None:  # only the holder's renewal raises what takers must hold
+                higher = sa.or_(
+                    c.required_term.is_(None),
+                    c.required_term < require.term,
+                    sa.and_(c.required_term == require.term, c.required_position < require.position),
+                )
+                raise_it = sa.and_(renewal, higher)
+                raised = [  # the position first: MySQL would compare it with the new term
+                    (c.required_position, sa.case((raise_it, require.position), else_=c.required_position)),
+                    (c.required_term, sa.case((raise_it, require.term), else_=c.required_term)),
+                ]
             granted = conn.execute(
                 sa.update(t)
-                .where(c.plan == plan, sa.or_(c.holder == node, c.expires_ms <= now))
-                .ordered_values(  # MySQL assigns left to right, reading the new holder after its SET
+                .where(c.plan == plan, sa.or_(renewal, sa.and_(c.expires_ms <= now, _covers(held))))
+                .ordered_values(  # MySQL assigns left to right, reading the new values after their SET
+                    # the requirement is raised before the holder and expiry change
+                    *raised,
                     # a renewal keeps the epoch; any other grant, even of an expired lease to its
                     # last holder, starts a new one (a new term: what it sequenced before may be
                     # lost, so nothing of it may pass for this term's)
-                    (
-                        c.epoch,
-                        sa.case((sa.and_(c.holder == node, c.expires_ms > now), c.epoch), else_=c.epoch + 1),
-                    ),
+                    (c.epoch, sa.case((renewal, c.epoch), else_=c.epoch + 1)),
                     (c.holder, node),
                     (c.expires_ms, now + ttl_ms),
                 )
@@ -76,19 +113,21 @@ class RegistryLeases:
         assert lease is not None
         return lease
 
-    def take_over(self, plan: str, node: str, ttl_ms: int, dead: str, epoch: int) -> Lease:
+    def take_over(
+        self, plan: str, node: str, ttl_ms: int, dead: str, epoch: int, held: LogPosition | None = None
+    ) -> Lease:
         _check_ttl(ttl_ms)
         t, c = schema.leases, schema.leases.c
         with self.registry.writing() as conn:
             now = now_ms(conn.dialect.name)
             conn.execute(
                 sa.update(t)
-                .where(c.plan == plan, c.holder == dead, c.epoch == epoch, c.holder != node)
+                .where(c.plan == plan, c.holder == dead, c.epoch == epoch, c.holder != node, _covers(held))
                 .ordered_values((c.epoch, c.epoch + 1), (c.holder, node), (c.expires_ms, now + ttl_ms))
             )
             lease = self._row(conn, plan)
         if lease is None:
-            return self.acquire(plan, node, ttl_ms)
+            return self.acquire(plan, node, ttl_ms, held)
         return lease
 
     def release(self, plan: str, node: str) -> bool:
@@ -101,6 +140,22 @@ class RegistryLeases:
             )
             return ended.rowcount == 1
 
+    def accept_loss(self, plan: str) -> LogPosition | None:
+        """Drop what an expired lease requires of its next holder (an operator accepting that
+        the records its dead holder acknowledged alone are lost); what it required, or None
+        when it required nothing or is not expired (its holder still notifies)."""
+        c = schema.leases.c
+        with self.registry.writing() as conn:
+            lease = self._row(conn, plan)
+            if lease is None or lease.required is None or lease.ttl_ms > 0:
+                return None
+            conn.execute(
+                sa.update(schema.leases)
+                .where(c.plan == plan, c.expires_ms <= now_ms(conn.dialect.name))
+                .values(required_term=None, required_position=None)
+            )
+        return lease.required
+
     def current(self, plan: str) -> Lease | None:
         with self.registry.engine.connect() as conn:
             return self._row(conn, plan)
@@ -110,15 +165,39 @@ class RegistryLeases:
         c = schema.leases.c
         with self.registry.engine.connect() as conn:
             left = c.expires_ms - now_ms(conn.dialect.name)
-            rows = conn.execute(sa.select(c.plan, c.holder, c.epoch, left).order_by(c.plan)).all()
-        return [Lease(r[0], r[1], int(r[2]), max(0, int(r[3]))) for r in rows]
+            rows = conn.execute(
+                sa.select(c.plan, c.holder, c.epoch, left, c.required_term, c.required_position).order_by(
+                    c.plan
+                )
+            ).all()
+        return [_lease(r[0], r[1:]) for r in rows]
 
     @staticmethod
     def _row(conn: sa.Connection, plan: str) -> Lease | None:
         c = schema.leases.c
         left = c.expires_ms - now_ms(conn.dialect.name)
-        row = conn.execute(sa.select(c.holder, c.epoch, left).where(c.plan == plan)).first()
-        return None if row is None else Lease(plan, row[0], int(row[1]), max(0, int(row[2])))
+        row = conn.execute(
+            sa.select(c.holder, c.epoch, left, c.required_term, c.required_position).where(c.plan == plan)
+        ).first()
+        return None if row is None else _lease(plan, tuple(row))
+
+
+def _lease(plan: str, row: tuple[Any, ...]) -> Lease:
+    holder, epoch, left, term, position = row
+    required = None if term is None else LogPosition(int(term), int(position))
+    return Lease(plan, holder, int(epoch), max(0, int(left)), required)
+
+
+def _covers(held: LogPosition | None) -> sa.ColumnElement[bool]:
+    """The SQL of `held.covers(lease.required)` (`ha.ports.LogPosition`)."""
+    c = schema.leases.c
+    if held is None:
+        return c.required_term.is_(None)
+    return sa.or_(
+        c.required_term.is_(None),
+        c.required_term < held.term,
+        sa.and_(c.required_term == held.term, c.required_position <= held.position),
+    )
 
 
 def _check_ttl(ttl_ms: int) -> None:

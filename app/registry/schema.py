@@ -207,6 +207,7 @@ snapshot_chunks = sa.Table(
 
 # notifier leases of redundant plans (`app.registry.leases`); not entities: no revision moves.
 # `expires_ms` counts on the database's clock (ms since the epoch), never a node's.
+# `required_term`/`required_position`: what a new holder must hold of the notifier's log (NULL: nothing).
 leases = sa.Table(
     "cep_leases",
     metadata,
@@ -214,6 +215,8 @@ leases = sa.Table(
     sa.Column("holder", name_type(), nullable=False),
     sa.Column("epoch", sa.BigInteger, nullable=False),
     sa.Column("expires_ms", sa.BigInteger, nullable=False),
+    sa.Column("required_term", sa.BigInteger, nullable=True),
+    sa.Column("required_position", sa.BigInteger, nullable=True),
     **MYSQL_TABLE_ARGS,
 )
 

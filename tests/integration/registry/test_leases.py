@@ -8,6 +8,7 @@ import time
 
 from app.registry import Registry
 from app.registry.leases import RegistryLeases
+from ha.ports import LogPosition
 
 
 def test_the_first_node_gets_the_lease_and_the_second_waits_for_it_to_expire(registry: Registry) -> None:
@@ -88,3 +89,63 @@ def test_a_lease_granted_again_to_its_holder_after_it_expired_has_a_new_epoch(re
     again = leases.acquire("pizza", "node-a", ttl_ms=60_000)
     assert (again.holder, again.epoch) == ("node-a", 2)  # a new term, not a renewal
     assert leases.acquire("pizza", "node-a", ttl_ms=60_000).epoch == 2
+
+
+def test_only_a_node_holding_what_the_lease_requires_is_granted_it(registry: Registry) -> None:
+    """The holder raises the requirement before it acknowledges a record some member may lack;
+    after it dies, a member lacking the record is refused (take-over and expiry alike) and one
+    holding it is granted the lease."""
+    leases = RegistryLeases(registry)
+    assert leases.acquire("pizza", "node-a", ttl_ms=60_000).required is None
+    raised = leases.acquire("pizza", "node-a", ttl_ms=60_000, require=LogPosition(1, 40))
+    assert raised.required == LogPosition(1, 40)
+    lower = leases.acquire("pizza", "node-a", ttl_ms=60_000, require=LogPosition(1, 30))
+    assert lower.required == LogPosition(1, 40)  # never lowered
+    assert leases.acquire("pizza", "node-a", ttl_ms=60_000).required == LogPosition(1, 40)
+    refused = leases.take_over("pizza", "node-c", 60_000, "node-a", 1, held=LogPosition(1, 39))
+    assert (refused.holder, refused.epoch) == ("node-a", 1)
+    other_term = leases.take_over("pizza", "node-c", 60_000, "node-a", 1, held=LogPosition(0, 900))
+    assert other_term.holder == "node-a"  # positions of another term's log count for nothing
+    assert leases.take_over("pizza", "node-c", 60_000, "node-a", 1).holder == "node-a"  # holds nothing
+    taken = leases.take_over("pizza", "node-b", 60_000, "node-a", 1, held=LogPosition(1, 40))
+    assert (taken.holder, taken.epoch, taken.required) == ("node-b", 2, LogPosition(1, 40))
+
+
+def test_an_expired_lease_goes_only_to_a_node_holding_what_it_requires(registry: Registry) -> None:
+    leases = RegistryLeases(registry)
+    leases.acquire("pizza", "node-a", ttl_ms=200)
+    leases.acquire("pizza", "node-a", ttl_ms=200, require=LogPosition(3, 7))
+    time.sleep(0.4)
+    assert leases.acquire("pizza", "node-b", ttl_ms=60_000, held=LogPosition(3, 6)).holder == "node-a"
+    assert leases.acquire("pizza", "node-b", ttl_ms=60_000, held=LogPosition(2, 70)).holder == "node-a"
+    taken = leases.acquire("pizza", "node-b", ttl_ms=60_000, held=LogPosition(4, 1))  # a later term's log
+    assert (taken.holder, taken.epoch) == ("node-b", 2)
+
+
+def test_a_requirement_of_a_later_term_replaces_a_higher_position_of_an_earlier_one(registry: Registry) -> None:
+    """MySQL assigns an UPDATE's columns left to right: the position must not be compared with
+    the term just written."""
+    leases = RegistryLeases(registry)
+    leases.acquire("pizza", "node-a", ttl_ms=60_000, require=LogPosition(2, 500))  # a grant: no effect
+    assert leases.acquire("pizza", "node-a", ttl_ms=60_000, require=LogPosition(2, 500)).required == LogPosition(
+        2, 500
+    )
+    raised = leases.acquire("pizza", "node-a", ttl_ms=60_000, require=LogPosition(3, 10))
+    assert raised.required == LogPosition(3, 10)
+    assert leases.all()[0].required == LogPosition(3, 10)
+    others = leases.acquire("pizza", "node-b", ttl_ms=60_000, require=LogPosition(9, 9))
+    assert others.required == LogPosition(3, 10)  # only the holder's renewal raises it
+
+
+def test_an_operator_may_drop_what_an_expired_lease_requires(registry: Registry) -> None:
+    leases = RegistryLeases(registry)
+    leases.acquire("pizza", "node-a", ttl_ms=300)
+    leases.acquire("pizza", "node-a", ttl_ms=300, require=LogPosition(2, 9))
+    assert leases.accept_loss("pizza") is None  # its holder still notifies
+    time.sleep(0.5)
+    assert leases.acquire("pizza", "node-b", ttl_ms=60_000, held=LogPosition(2, 8)).holder == "node-a"
+    assert leases.accept_loss("pizza") == LogPosition(2, 9)
+    assert leases.accept_loss("pizza") is None  # nothing left to drop
+    taken = leases.acquire("pizza", "node-b", ttl_ms=60_000, held=LogPosition(2, 8))
+    assert (taken.holder, taken.epoch, taken.required) == ("node-b", 2, None)
+    assert leases.accept_loss("never") is None

@@ -117,10 +117,11 @@ def test_a_registry_at_0001_upgrades_to_snapshots_keeping_its_entities(empty_reg
     empty_registry.put_stream(stream)
     revision = empty_registry.revision()
     assert empty_registry.migrate() == ("0001_initial", registry_migrate.head())
-    assert registry_migrate.head() == "0006_console"
+    assert registry_migrate.head() == "0007_lease_requirement"
     assert empty_registry.get_stream("orders:1.0.0") == stream
     assert empty_registry.revision() == revision
     with empty_registry.engine.connect() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM cep_snapshots")).scalar() == 0
         assert conn.execute(sa.text("SELECT count(*) FROM cep_members")).scalar() == 0
+        assert conn.execute(sa.text("SELECT count(required_term) FROM cep_leases")).scalar() == 0
         assert conn.execute(sa.text("SELECT count(*) FROM cep_pins")).scalar() == 0

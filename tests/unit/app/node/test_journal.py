@@ -10,6 +10,7 @@ import pytest
 import engine
 from app.node.journal import NotLeading, PlanJournal
 from app.persistence.input_log import Events, InputLog
+from ha.ports import LogPosition
 from tests.support.journals import OPS, Run, Wall
 
 
@@ -147,3 +148,21 @@ def test_a_bundle_relayed_here_is_never_passed_on(tmp_path: Path) -> None:
         run.journal.send("In", [("k", 2)], 2, forward=False)
     assert relayed == [[("k", 1)]]
     assert run.journal.position == position and not run.out
+
+
+def test_the_term_whose_log_a_journal_holds_survives_a_restart_with_the_log(tmp_path: Path) -> None:
+    """A member restarted with its log still holds what the lease may require of it; a log that
+    was reset (or adopted anew) holds no term's records until it is told."""
+    first = Run(tmp_path / "a", Wall(OPS[0][0]))
+    assert first.journal.held() == LogPosition(0, first.journal.position)
+    first.journal.lead(5, None)
+    first.do(OPS[:4])
+    first.log.close()
+    again = Run(tmp_path / "a", Wall(OPS[4][0]))
+    assert again.journal.held() == LogPosition(5, first.journal.position)
+    again.journal.adopt("another-log", 40, OPS[4][0], 6)
+    assert Run(tmp_path / "a").journal.held() == LogPosition(6, 40)
+    again.journal.reset()
+    assert again.journal.held().term == 0
+    again.log.close()
+    assert Run(tmp_path / "a").journal.held().term == 0

@@ -15,6 +15,7 @@ from app.node.journal import Provenance
 from app.node.peers import Connection, PeerServer, connect
 from app.node.replication import Follower, Sequencer
 from engine.events import Event
+from ha.ports import LogPosition
 from tests.support.journals import OPS, Run, Wall
 
 SECRET = b"sixteen-or-more-characters"
@@ -228,3 +229,73 @@ def test_a_standby_joined_from_a_snapshot_gets_the_unwritten_outputs_and_may_tak
         ("out:1.0.0", [(20, ("y", 2.5), False), (21, (None, -1), True)], unwritten[0]),
         ("other:1.0.0", [(30, ("z", True), False)], unwritten[1]),
     ]
+
+
+def acknowledged(run: Run, ops: list[tuple[int, int | None]]) -> None:
+    """Run `ops` as a receiver would: each bundle is acknowledged (settled) before the next."""
+    for op in ops:
+        run.do([op])
+        if op[1] is not None:
+            run.journal.durable(run.journal.position)
+
+
+def test_the_notifier_makes_the_lease_require_what_a_standby_of_its_term_may_lack(tmp_path: Path) -> None:
+    """A standby whose subscription ended counts itself able to take over (it cannot tell a drop
+    from the notifier's death). So the notifier raises the lease's requirement before its term's
+    first acknowledgement and before acknowledging a record such a standby may lack — and only
+    then: while every standby of its term holds each record, the lease is left alone."""
+    notifier = Run(tmp_path / "a", Wall(OPS[0][0]))
+    required: list[LogPosition] = []
+
+    def confirm(since: float, require: LogPosition) -> bool:
+        required.append(require)
+        return True
+
+    sequencer = Sequencer(notifier.journal, OutputGate("p", no_outputs), confirm=confirm)
+    notifier.journal.lead(4, sequencer)
+    acknowledged(notifier, OPS[:1])
+    assert required == [LogPosition(4, notifier.journal.position)]  # the term's first acknowledgement
+    connections: list[Connection] = []
+
+    def serve(connection: Connection) -> None:
+        connections.append(connection)
+        request, _ = connection.recv()
+        sequencer.serve(connection, request)
+
+    server = PeerServer("127.0.0.1", 0, "a", SECRET, serve)
+    server.start()
+    reachable = True
+    standby = Run(tmp_path / "b", Wall(10**12))
+    standby.journal.follow(None)
+    follower = Follower(
+        standby.journal,
+        OutputGate("p", no_outputs),
+        notifier=lambda: f"127.0.0.1:{server.port}" if reachable else None,
+        connect=lambda address: connect(address, "b", "replicate", SECRET),
+        install=standby.runtime.restore,
+    )
+    try:
+        follower.start()
+        wait(lambda: follower.live, "the standby to join")
+        wait(lambda: sequencer.in_sync() == ["b"], "the standby to be in sync")
+        before = len(required)
+        acknowledged(notifier, OPS[1:6])
+        assert len(required) == before  # the standby held each record before it was acknowledged
+        reachable = False
+        connections[-1].close()  # the subscription ends: the standby cannot tell why
+        wait(lambda: not follower.live and sequencer.in_sync() == [], "the subscription to end")
+        assert follower.caught_up
+        acknowledged(notifier, OPS[6:8])
+        assert required[before:] == [
+            LogPosition(4, p) for p in range(notifier.journal.position - 1, notifier.journal.position + 1)
+        ]
+        assert standby.journal.held().covers(required[-1]) is False  # the lease would refuse it
+        reachable = True  # it subscribes again: resumed in the same term, it holds them
+        wait(lambda: sequencer.in_sync() == ["b"], "the standby to resume")
+        assert standby.journal.held() == LogPosition(4, notifier.journal.position)
+        before = len(required)
+        acknowledged(notifier, OPS[8:])
+        assert len(required) == before
+    finally:
+        follower.stop()
+        server.stop()
