@@ -19,12 +19,13 @@ PAUSE = 0.008  # between bundles of 8: about 1,000 events/s
 
 
 class Pair:
-    """Two cluster members that know each other's cluster port. `registries`: each member's own
-    registry URL (the same database through different proxies), instead of `registry`."""
+    """Two (or `members`) cluster members that know each other's cluster port. `registries`: each
+    member's own registry URL (the same database through different proxies), instead of `registry`."""
 
-    def __init__(self, tmp: Path, registry: str, registries: Sequence[str] = ()) -> None:
+    def __init__(self, tmp: Path, registry: str, registries: Sequence[str] = (), members: int = 2) -> None:
         self.nodes: list[NodeProcess] = []
-        for name, url in zip(("a", "b"), registries or (registry, registry), strict=True):
+        names = "abcdefgh"[:members]
+        for name, url in zip(names, registries or [registry] * members, strict=True):
             (tmp / name).mkdir()
             self.nodes.append(NodeProcess(tmp / name, url))
         self.advertise([f"127.0.0.1:{node.cluster_port}" for node in self.nodes])
@@ -59,8 +60,8 @@ class Pair:
         return None
 
     def settled(self, plan: str = "rooms") -> tuple[NodeProcess, NodeProcess] | None:
-        """(notifier, standby) once the notifier of `plan` counts the other member in sync (it holds
-        every record and output a takeover needs), both read from the notifier in one report;
+        """(notifier, standby) once the notifier of `plan` counts every other member in sync (each
+        holds every record and output a takeover needs), read from the notifier in one report;
         None until then. Read again every time: a hand-back may move the role meanwhile."""
         for node in self.nodes:
             if node.process is None or node.process.poll() is not None:
@@ -68,10 +69,10 @@ class Pair:
             status = status_of(node, plan)
             if status.get("role") != "notifier":
                 continue
-            other = self.nodes[1 - self.nodes.index(node)]
+            others = [n for n in self.nodes if n is not node]
             in_sync = status.get("standbys_in_sync")
-            if isinstance(in_sync, list) and other.sections["node"]["id"] in in_sync:
-                return node, other
+            if isinstance(in_sync, list) and all(o.sections["node"]["id"] in in_sync for o in others):
+                return node, others[0]
         return None
 
     def share_certificate(self, cert: Path, key: Path) -> None:
@@ -119,8 +120,8 @@ class ClusterFeeder:
         self.resent = 0
         self.acked: list[float] = []
         self._index = first
-        self._clients: list[Feeder | None] = [None, None]
-        self._down_until = [0.0, 0.0]
+        self._clients: list[Feeder | None] = [None] * len(pair.nodes)
+        self._down_until = [0.0] * len(pair.nodes)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self.error: BaseException | None = None
@@ -141,24 +142,29 @@ class ClusterFeeder:
                 bundle = self.plan_input[self.sent : self.sent + BUNDLE]
                 now = time.monotonic()
                 if self.mode == "active-active" and self._down_until[self._index] > now:
-                    self._index = 1 - self._index  # as WSO2's load balancer: leave a failed one alone a while
-                targets = [0, 1] if self.mode == "full-active-active" else [self._index]
+                    self._index = self._next()  # as WSO2's load balancer: leave a failed one alone a while
+                targets = (
+                    list(range(len(self._clients))) if self.mode == "full-active-active" else [self._index]
+                )
                 acked = sum(self._send(i, bundle) for i in targets)
                 if acked:
                     self.sent += BUNDLE
                     self.acked.append(time.monotonic())
                     if self.mode == "active-active":
-                        self._index = 1 - self._index
+                        self._index = self._next()
                     time.sleep(PAUSE)
                 else:
                     self.resent += 1
-                    self._index = 1 - self._index
+                    self._index = self._next()
                     time.sleep(0.02)
             for client in self._clients:
                 if client is not None:
                     client.close()
         except BaseException as exc:
             self.error = exc
+
+    def _next(self) -> int:
+        return (self._index + 1) % len(self._clients)
 
     def _send(self, i: int, bundle: list[Reading]) -> bool:
         try:

@@ -58,13 +58,14 @@ def run_faults(
     fault: Callable[[NodeProcess], object],
     faults: int,
     mode: str = "failover",
+    members: int = 2,
 ) -> Faults:
     """Feed, inject `faults` faults into the notifier, check the sink; (where, takeover seconds, resent)."""
     seed = random.randrange(1 << 30)
     rng = random.Random(seed)
     plan_input = readings(seed, 200_000)
     base = int(time.time() * 1000) + 86_400_000
-    pair = Pair(tmp_path, registry)
+    pair = Pair(tmp_path, registry, members=members)
     document_dir = tmp_path / "doc"
     document_dir.mkdir()
     provision(pair.nodes[0], document_dir, sink, redundant=mode)
@@ -89,7 +90,12 @@ def run_faults(
             hit = time.monotonic()
             hits.append(hit)
             fault(victim)
-            wait_for(lambda s=survivor: pair.notifier() is s, 10, f"takeover\n{survivor.log()[-3000:]}", 0.01)
+            if members == 2:
+                wait_for(
+                    lambda s=survivor: pair.notifier() is s, 10, f"takeover\n{survivor.log()[-3000:]}", 0.01
+                )
+            else:  # either standby may take over
+                wait_for(lambda v=victim: pair.notifier() not in (None, v), 10, "takeover", 0.01)
             takeovers.append(time.monotonic() - hit)
             victim.stop()  # (waits for a graceful stop to finish)
             victim.start()  # it comes back as a standby and catches up
@@ -171,4 +177,18 @@ def test_kill_9_in_the_active_modes_loses_and_repeats_nothing(
     ):
         run = run_faults(tmp_path, registry, sink, NodeProcess.kill, FAULTS, mode)
     report(capsys, f"{mode}, kill -9", run)
+    assert max(run.takeovers) < 1.0, f"{run.where}: takeovers {run.takeovers}"
+
+
+def test_kill_9_with_three_members_loses_and_repeats_nothing(
+    tmp_path: Path, mysql_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Either standby may take over, and the one that does must hold everything the dead
+    notifier acknowledged: the lease requires it (`ha.ports.LeaseStore`)."""
+    with (
+        isolated_database(mysql_url, "cep_ha") as registry,
+        isolated_database(mysql_url, "cep_ha_sink") as sink,
+    ):
+        run = run_faults(tmp_path, registry, sink, NodeProcess.kill, FAULTS, members=3)
+    report(capsys, "three members, kill -9", run)
     assert max(run.takeovers) < 1.0, f"{run.where}: takeovers {run.takeovers}"

@@ -122,14 +122,16 @@ def test_an_expired_lease_goes_only_to_a_node_holding_what_it_requires(registry:
     assert (taken.holder, taken.epoch) == ("node-b", 2)
 
 
-def test_a_requirement_of_a_later_term_replaces_a_higher_position_of_an_earlier_one(registry: Registry) -> None:
+def test_a_requirement_of_a_later_term_replaces_a_higher_position_of_an_earlier_one(
+    registry: Registry,
+) -> None:
     """MySQL assigns an UPDATE's columns left to right: the position must not be compared with
     the term just written."""
     leases = RegistryLeases(registry)
     leases.acquire("pizza", "node-a", ttl_ms=60_000, require=LogPosition(2, 500))  # a grant: no effect
-    assert leases.acquire("pizza", "node-a", ttl_ms=60_000, require=LogPosition(2, 500)).required == LogPosition(
-        2, 500
-    )
+    assert leases.acquire(
+        "pizza", "node-a", ttl_ms=60_000, require=LogPosition(2, 500)
+    ).required == LogPosition(2, 500)
     raised = leases.acquire("pizza", "node-a", ttl_ms=60_000, require=LogPosition(3, 10))
     assert raised.required == LogPosition(3, 10)
     assert leases.all()[0].required == LogPosition(3, 10)
