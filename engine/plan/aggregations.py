@@ -9,6 +9,7 @@ bucket (as Siddhi does). The aggregation's rows are (AGG_TIMESTAMP, selected...)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,9 +21,9 @@ from engine.plan.expressions import Compiled, ExpressionCompiler
 from engine.plan.query import compile_filter_condition
 from engine.plan.scope import Scope, Source
 from engine.query.definitions import AggregationDefinition, find_annotation
-from engine.query.expressions import Expr, FunctionCall, Variable, walk
+from engine.query.expressions import NO_SPAN, Expr, FunctionCall, Variable, walk
 from engine.query.queries import OutputAttribute, Selector, SingleInput, StreamFunction
-from engine.runtime.aggregation import Aggregation, AggregationError
+from engine.runtime.aggregation import Aggregation, AggregationError, Purge
 from engine.runtime.timebuckets import (
     DURATIONS,
     bucket_start,
@@ -136,6 +137,7 @@ def plan_aggregation(ctx: PlanContext, d: AggregationDefinition) -> tuple[Aggreg
         types.append(kind)
     _last_values(slots, by_timestamp=ts_code is not None)
     buffer_size, ignore_older = _buffer(ctx, d)
+    purge = _purge(ctx, d, durations)
     if len(ctx.errors.items) > errors_before:
         return None
     agg = Aggregation(
@@ -148,6 +150,8 @@ def plan_aggregation(ctx: PlanContext, d: AggregationDefinition) -> tuple[Aggreg
         _function(ctx, "def merge(a, p):\n" + _body(slots.merge or ["pass"])),
         _lambda(ctx, "lambda st: (" + "".join(v + ", " for v in slots.value) + ")"),
         tuple(slots.dict_slots),
+        purge,
+        ctx.namespace["_now"],
     )
     safe = _accumulate(
         ctx, d.name, slots, keys, ts_code, cond, durations[0], buffer_size, ignore_older, fast=False
@@ -180,6 +184,110 @@ def _names_the_bucket_start(oa: OutputAttribute, inputs: list[str]) -> bool:
         and oa.name == "AGG_TIMESTAMP"
         and "AGG_TIMESTAMP" not in inputs
     )
+
+
+_DAY = 86_400_000
+# Siddhi's IncrementalDataPurger: (default retention, minimum retention) per duration, ms;
+# None keeps every bucket. Months and years count 30 and 365 days, as Siddhi's times do.
+_RETENTION: dict[str, tuple[int | None, int]] = {
+    "sec": (120_000, 120_000),
+    "min": (_DAY, 120 * 60_000),
+    "hour": (30 * _DAY, 25 * 3_600_000),
+    "day": (365 * _DAY, 32 * _DAY),
+    "month": (None, 13 * 30 * _DAY),
+    "year": (None, 0),
+}
+_PURGE_INTERVAL = 15 * 60_000
+
+
+# Siddhi's normalizeDuration: the units of @purge times and the keys of @retentionPeriod
+_UNITS = {
+    "sec": "sec", "second": "sec", "seconds": "sec",
+    "min": "min", "minute": "min", "minutes": "min",
+    "h": "hour", "hour": "hour", "hours": "hour",
+    "day": "day", "days": "day",
+    "month": "month", "months": "month",
+    "year": "year", "years": "year",
+}  # fmt: skip
+_UNIT_MS = {
+    "sec": 1000,
+    "min": 60_000,
+    "hour": 3_600_000,
+    "day": _DAY,
+    "month": 30 * _DAY,
+    "year": 365 * _DAY,
+}
+_AMOUNT = re.compile(r"^\s*(\d+)\s*([A-Za-z]+)\s*$")
+
+
+def _time_ms(text: str) -> int | None:
+    """'10 sec', '24 h', '1 year' as ms (a month is 30 days, a year 365, as in Siddhi's
+    timeToLong); None when it is not one amount and unit."""
+    m = _AMOUNT.match(text)
+    unit = _UNITS.get(m.group(2).lower()) if m is not None else None
+    if m is None or unit is None:
+        return None
+    return int(m.group(1)) * _UNIT_MS[unit]
+
+
+def _purge(ctx: PlanContext, d: AggregationDefinition, durations: list[str]) -> Purge | None:
+    """`@purge(enable='true', interval='10 sec', @retentionPeriod(sec='120 sec', ...,
+    months='all'))`, with Siddhi's defaults: on, every 15 minutes, each duration kept as
+    the Siddhi 5 guide's 'Named Aggregation' table says. `enable='false'` keeps all."""
+    retention = {dur: _RETENTION[dur][0] for dur in durations}
+    ann = find_annotation(d.annotations, "purge")
+    if ann is None:
+        return Purge(_PURGE_INTERVAL, retention)
+    enable = (ann.get("enable") or "true").strip().lower()
+    if enable not in ("true", "false"):
+        ctx.errors.add(f"@purge enable takes 'true' or 'false', not '{enable}'", ann.span)
+        return None
+    if enable == "false":
+        return None
+    interval = _PURGE_INTERVAL
+    raw = ann.get("interval")
+    if raw is not None:
+        found = _time_ms(raw)
+        if not found:
+            ctx.errors.add(f"@purge interval '{raw}' is not a time such as '10 sec'", ann.span)
+            return None
+        interval = found
+    for nested in ann.annotations:
+        if nested.key != "retentionperiod":
+            ctx.errors.add(f"@purge takes @retentionPeriod(...), not @{nested.name}", nested.span)
+            continue
+        for el in nested.elements:
+            dur = _UNITS.get((el.key or "").strip().lower())
+            span = el.span if el.span is not NO_SPAN else nested.span
+            if dur is None:
+                ctx.errors.add(
+                    f"@retentionPeriod names durations (sec=..., min=..., hours=...), not '{el.key}'", span
+                )
+                continue
+            if dur not in retention:
+                ctx.errors.add(
+                    f"@retentionPeriod: aggregation '{d.name}' keeps no '{el.key}' buckets to purge "
+                    f"(it aggregates {', '.join(durations)})",
+                    span,
+                )
+                continue
+            if el.value.strip().lower() == "all":
+                retention[dur] = None
+                continue
+            keep = _time_ms(el.value)
+            if keep is None:
+                ctx.errors.add(
+                    f"@retentionPeriod {el.key} '{el.value}' is not a time such as '120 sec' or 'all'", span
+                )
+            elif keep < _RETENTION[dur][1]:
+                ctx.errors.add(
+                    f"@retentionPeriod {el.key} '{el.value}' is shorter than the minimum retention of "
+                    f"{_RETENTION[dur][1] // 60_000} minutes",
+                    span,
+                )
+            else:
+                retention[dur] = keep
+    return Purge(interval, retention)
 
 
 def _buffer(ctx: PlanContext, d: AggregationDefinition) -> tuple[int, bool]:

@@ -357,6 +357,23 @@ def test_restore_with_string_timestamps_plain_attributes_and_a_buffer() -> None:
     assert_restore_equivalent(plan, items)
 
 
+def test_restore_keeps_when_the_next_purge_is_due() -> None:
+    plan = (
+        "define stream S (v int, ts long);"
+        "@purge(interval='1 min', @retentionPeriod(sec='120 sec')) "
+        "define aggregation A from S select sum(v) as total aggregate by ts every sec, min;"
+        "define stream Q (per string);"
+        "from Q join A within 0L, 100000000L per Q.per select AGG_TIMESTAMP, total insert into Out;"
+    )
+    items: list[dict[str, Any]] = []
+    for i, t in enumerate([1000, 30_000, 70_000, 100_000, 140_000, 175_000, 200_000, 260_000]):
+        items.append({"stream": "S", "timestamp": t, "data": [i + 1, t - 500]})
+        items.append({"stream": "Q", "timestamp": t, "data": ["sec" if i % 3 else "min"]})
+    items.append({"time": 400_000})
+    items.append({"stream": "Q", "timestamp": 400_000, "data": ["sec"]})
+    assert_restore_equivalent(plan, items, start_time=0)
+
+
 MINMAX = (
     "define stream S (k string, v int, ts long);"
     "{ann}define aggregation A from S select k, sum(v) as total, min(v) as lo, max(v) as hi, count() as n, "

@@ -10,6 +10,7 @@ does (as Siddhi's in-memory lookup filters AGG_TIMESTAMP; its test6 and test9 sh
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -113,6 +114,104 @@ def test_named_aggregation_example_aggregates_every_granularity_from_sec_to_year
         (ms("2014-01-01 00:00:00"), "WSO2", 280.0, 280.0 / 6),
         (ms("2014-01-01 00:00:00"), "FB", 80.0, 40.0),
     ]
+
+
+def test_named_aggregation_example_purges_as_its_purge_annotation_says() -> None:
+    """The example's @purge: every 10 seconds of the runtime's clock, second buckets more
+    than 120 seconds old go, minute ones after 24 hours, hour ones after 30 days, day ones
+    after a year; months and years stay. (Siddhi's purger runs on a timer from the app's
+    start; here the interval counts from the first event or read, and the purge is done
+    as events come and before a read.)"""
+    t0 = ms("2014-02-15 06:00:00")
+    rt = engine.compile(NAMED_AGGREGATION, start_time=t0)
+    rt.send("TradeStream", [("WSO2", 10.0, 1, t0)], timestamps=t0)
+    rt.send("TradeStream", [("WSO2", 20.0, 1, t0 + 5000)], timestamps=t0 + 5000)
+    q = 'from TradeAggregation within 0L, 2000000000000L per "{}" select AGG_TIMESTAMP, total'
+    assert data(rt.query(q.format("seconds"))) == [(t0, 10.0), (t0 + 5000, 20.0)]
+    rt.advance_to(t0 + 121_000)  # the t0 second is older than 120 seconds now
+    assert data(rt.query(q.format("seconds"))) == [(t0 + 5000, 20.0)]
+    assert data(rt.query(q.format("minutes"))) == [(t0, 30.0)]
+    rt.advance_to(t0 + 126_000)  # t0 + 5 s is older than 120 seconds, but no purge is due
+    assert data(rt.query(q.format("seconds"))) == [(t0 + 5000, 20.0)]
+    rt.advance_to(t0 + 131_000)  # 10 seconds after the last purge
+    assert data(rt.query(q.format("seconds"))) == []
+    rt.advance_to(t0 + 400 * 86_400_000)
+    for per in ("minutes", "hours", "days"):
+        assert rt.query(q.format(per)) == []
+    assert data(rt.query(q.format("months"))) == [(ms("2014-02-01 00:00:00"), 30.0)]
+    assert data(rt.query(q.format("years"))) == [(ms("2014-01-01 00:00:00"), 30.0)]
+
+
+@pytest.mark.parametrize(
+    ("annotation", "kept"),
+    [
+        ("", [50.0]),  # Siddhi's default: every 15 minutes, seconds kept 120 seconds
+        ("@purge(enable='false') ", [10.0, 50.0]),
+        ("@purge(interval='1 hour', @retentionPeriod(sec='10 min')) ", [10.0, 50.0]),
+    ],
+)
+def test_purging_defaults_and_switching_it_off(annotation: str, kept: list[float]) -> None:
+    """'Named Aggregation': without @purge, granularities are purged every 15 minutes with the
+    default retentions of the guide's table; @purge(enable='false') keeps every bucket."""
+    plan = NAMED_AGGREGATION.replace(
+        NAMED_AGGREGATION[len(TRADE_STREAM) : NAMED_AGGREGATION.index("define aggregation")], annotation
+    )
+    t0 = ms("2014-02-15 06:00:00")
+    rt = engine.compile(plan, start_time=t0)
+    rt.send("TradeStream", [("WSO2", 10.0, 1, t0)], timestamps=t0)
+    rt.send("TradeStream", [("WSO2", 20.0, 1, t0 + 16 * 60_000)], timestamps=t0 + 16 * 60_000)
+    rt.send("TradeStream", [("WSO2", 30.0, 1, t0 + 16 * 60_000)], timestamps=t0 + 16 * 60_000)
+    got = rt.query('from TradeAggregation within 0L, 2000000000000L per "seconds" select total')
+    assert [e.data[0] for e in got] == kept
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    [
+        # as WSO2's API Manager analytics and Siddhi's own purging tests write it
+        "@purge(enable='true', interval='60 min', @retentionPeriod(sec='5 minutes', min='72 hours', "
+        "hours='90 days', days='1 year', months='10 years'))",
+        "@purge(enable='true',interval='1 min',@retentionPeriod(sec='120 sec',min='24 h',hours='30 day',"
+        "days='5 year',months='13 months',years='5 years'))",
+        "@Purge(enable='TRUE')",
+    ],
+)
+def test_purge_annotations_as_shipped_plans_write_them(annotation: str) -> None:
+    """Times are one amount and a unit as Siddhi's timeToLong reads them ('24 h', '30 day',
+    '13 months': a month is 30 days, a year 365); the keys name durations the same way."""
+    plan = NAMED_AGGREGATION.replace(
+        NAMED_AGGREGATION[len(TRADE_STREAM) : NAMED_AGGREGATION.index("define aggregation")],
+        annotation + "\n",
+    )
+    rt = engine.compile(plan, start_time=0)
+    rt.send("TradeStream", FEBRUARY_TRADES, timestamps=0)
+    assert len(rt.query('from TradeAggregation within "2014-**-** **:**:**" per "sec"')) == 8
+
+
+@pytest.mark.parametrize(
+    ("annotation", "words"),
+    [
+        ("@purge(enable='maybe')", "@purge enable takes 'true' or 'false', not 'maybe'"),
+        ("@purge(interval='soon')", "@purge interval 'soon' is not a time such as '10 sec'"),
+        ("@purge(@retentionPeriod(sec='60 sec'))", "is shorter than the minimum retention of 2 minutes"),
+        ("@purge(@retentionPeriod(days='31 days'))", "shorter than the minimum retention of 46080 minutes"),
+        ("@purge(@retentionPeriod(weeks='1 year'))", "not 'weeks'"),
+        ("@purge(@retentionPeriod(min='forever'))", "min 'forever' is not a time such as '120 sec' or 'all'"),
+        ("@purge(@retention(sec='1 year'))", "@purge takes @retentionPeriod(...), not @retention"),
+    ],
+)
+def test_purge_annotation_mistakes(annotation: str, words: str) -> None:
+    plan = NAMED_AGGREGATION.replace(
+        NAMED_AGGREGATION[len(TRADE_STREAM) : NAMED_AGGREGATION.index("define aggregation")],
+        annotation + "\n",
+    )
+    with pytest.raises(engine.QueryError, match=re.escape(words)):
+        engine.compile(plan)
+    narrow = plan.replace("sec ... year", "day ... year").replace(
+        annotation, "@purge(@retentionPeriod(sec='1 year'))"
+    )
+    with pytest.raises(engine.QueryError, match="keeps no 'sec' buckets to purge"):
+        engine.compile(narrow)
 
 
 def test_named_aggregation_syntax_takes_a_string_timestamp_in_utc_or_with_an_offset() -> None:
