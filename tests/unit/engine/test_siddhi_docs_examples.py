@@ -438,6 +438,17 @@ def test_store_query_example_hourly_aggregations_of_one_symbol_within_a_day() ->
     assert data(got) == [("FB", 30.0, 30.0)]
 
 
+def test_store_query_aggregation_select_syntax_with_group_by_having_order_by_and_limit() -> None:
+    """'Store Query' -> '(Aggregation) Select' syntax: after `within ... per ...` the select
+    takes `group by`, `having`, `order by` and `limit`, over the `per` buckets' rows."""
+    rt = fed(STORE_QUERY_AGGREGATION)
+    base = 'from TradeAggregation within "2014-**-** **:**:**" per "days" '
+    got = rt.query(base + "select symbol, sum(total) as t group by symbol having t > 100.0 order by t desc")
+    assert data(got) == [("WSO2", 280.0)]
+    got = rt.query(base + "select AGG_TIMESTAMP, symbol, total order by total desc limit 1 offset 2")
+    assert data(got) == [(ms("2014-03-16 00:00:00"), "WSO2", 70.0)]  # after the two 80s
+
+
 # ---- Store Query: tables ----------------------------------------------------------------------
 
 ROOMS = (
@@ -463,6 +474,10 @@ def test_store_query_example_select_from_a_table() -> None:
     rt = rooms()
     got = rt.query("from RoomTypeTable\non roomNo >= 10\nselect roomNo, type")
     assert data(got) == [(10, "double"), (12, "suite")]
+    with pytest.raises(
+        engine.QuerySyntaxError, match="expected the end of the on-demand query, found 'select'"
+    ):
+        rt.query("from RoomTypeTable\non roomNo >= 10;\nselect roomNo, type")
 
 
 def test_store_query_example_select_from_a_named_window() -> None:
