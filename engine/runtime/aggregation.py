@@ -160,6 +160,7 @@ class Aggregation:
         self.latest = state["latest"]
         self.next_purge = state.get("next_purge")
         self.store = {d: {} for d in self.durations}
+        width = len(self.new_state())
         for d, buckets in state["store"]:
             if d not in self.store:
                 continue
@@ -168,6 +169,8 @@ class Aggregation:
                 g = target[b] = {}
                 for k, st in groups:
                     st = list(st)
+                    if len(st) < width:  # of an engine whose states had fewer slots at the end
+                        st += self.new_state()[len(st) :]
                     for i in self.dict_slots:
                         st[i] = {v: n for v, n in st[i]}
                     g[k] = st

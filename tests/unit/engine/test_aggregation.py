@@ -374,6 +374,33 @@ def test_restore_keeps_when_the_next_purge_is_due() -> None:
     assert_restore_equivalent(plan, items, start_time=0)
 
 
+def test_a_snapshot_from_before_the_newest_timestamp_slot_restores() -> None:
+    """States of an engine that kept no newest-timestamp slot for plain attributes (and no
+    purge time) restore with the slot empty: the next event of the bucket sets it."""
+    plan = (
+        "define stream S (v int, ts long);"
+        "define aggregation A from S select v as last, sum(v) as total aggregate by ts every sec;"
+    )
+    first = engine.compile(plan, start_time=0)
+    first.send("S", [(1, 5000), (2, 5100)], timestamps=0)
+    capture = first.capture()
+    for _part, state in capture.states:
+        if isinstance(state, dict) and "store" in state:
+            del state["next_purge"]
+            for _d, buckets in state["store"]:
+                for _b, groups in buckets:
+                    for entry in groups:
+                        entry[1] = entry[1][:-1]
+    second = engine.compile(plan, start_time=0)
+    second.restore(capture.encode())
+    q = "from A within 0L, 100000L per 'sec' select last, total"
+    assert [tuple(e.data) for e in second.query(q)] == [(2, 3)]
+    second.send("S", [(7, 5050)], timestamps=0)
+    assert [tuple(e.data) for e in second.query(q)] == [(7, 10)]  # no newest timestamp was kept
+    second.send("S", [(8, 5010)], timestamps=0)
+    assert [tuple(e.data) for e in second.query(q)] == [(7, 18)]
+
+
 MINMAX = (
     "define stream S (k string, v int, ts long);"
     "{ann}define aggregation A from S select k, sum(v) as total, min(v) as lo, max(v) as hi, count() as n, "
