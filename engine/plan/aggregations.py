@@ -3,8 +3,10 @@ every sec ... year`: check it, and generate the code that folds a chunk into par
 states per (root bucket, group key), merges states, and reads a state's values.
 
 Each selected attribute is an incremental aggregate (sum, count, avg, min, max,
-distinctCount) at its top, or a plain expression, which keeps its last value in the
-bucket (as Siddhi does). The aggregation's rows are (AGG_TIMESTAMP, selected...).
+distinctCount) at its top, or a plain expression, which keeps the value of the bucket's
+last event (by `aggregate by` timestamp when there is one), as Siddhi does. The
+aggregation's rows are (AGG_TIMESTAMP, selected...). `aggregate by` reads a long (epoch
+ms) or a string timestamp; `@purge` (on by default, as in Siddhi) drops old buckets.
 """
 
 from __future__ import annotations
