@@ -259,6 +259,19 @@ def test_buffer_example_of_the_siddhi_4_guide(ignore: str, expected: list[tuple[
     assert data(rt.query('from A within 0L, 100000L per "seconds"')) == expected
 
 
+@pytest.mark.parametrize("annotation", ["@PartitionById", "@PartitionById(enable='false')"])
+def test_distributed_aggregation_syntax_is_accepted_on_one_node(annotation: str) -> None:
+    """'Distributed Aggregation': `@PartitionById` (or `(enable='false')`) splits the work
+    over shards sharing an RDBMS @store in Siddhi; on one node with in-memory buckets it
+    changes nothing, so the aggregation answers as without it. (The shards themselves
+    need @store, which Cepheus does not ship.)"""
+    plan = STORE_QUERY_AGGREGATION.replace("define aggregation", annotation + "\ndefine aggregation")
+    got = fed(plan).query(
+        'from TradeAggregation within "2014-02-15 **:**:**" per "days" select symbol, total'
+    )
+    assert data(got) == [("WSO2", 60.0), ("FB", 80.0)]
+
+
 # ---- Join (Aggregation) ----------------------------------------------------------------------
 
 
