@@ -3,12 +3,15 @@ every sec ... year`: check it, and generate the code that folds a chunk into par
 states per (root bucket, group key), merges states, and reads a state's values.
 
 Each selected attribute is an incremental aggregate (sum, count, avg, min, max,
-distinctCount) at its top, or a plain expression, which keeps its last value in the
-bucket (as Siddhi does). The aggregation's rows are (AGG_TIMESTAMP, selected...).
+distinctCount) at its top, or a plain expression, which keeps the value of the bucket's
+last event (by `aggregate by` timestamp when there is one), as Siddhi does. The
+aggregation's rows are (AGG_TIMESTAMP, selected...). `aggregate by` reads a long (epoch
+ms) or a string timestamp; `@purge` (on by default, as in Siddhi) drops old buckets.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,10 +23,17 @@ from engine.plan.expressions import Compiled, ExpressionCompiler
 from engine.plan.query import compile_filter_condition
 from engine.plan.scope import Scope, Source
 from engine.query.definitions import AggregationDefinition, find_annotation
-from engine.query.expressions import Expr, FunctionCall, Variable, walk
-from engine.query.queries import Selector, SingleInput, StreamFunction
-from engine.runtime.aggregation import Aggregation, AggregationError
-from engine.runtime.timebuckets import DURATIONS, bucket_start, duration_of, shift, within_range
+from engine.query.expressions import NO_SPAN, Expr, FunctionCall, Variable, walk
+from engine.query.queries import OutputAttribute, Selector, SingleInput, StreamFunction
+from engine.runtime.aggregation import Aggregation, AggregationError, Purge
+from engine.runtime.timebuckets import (
+    DURATIONS,
+    bucket_start,
+    duration_of,
+    parse_timestamp,
+    shift,
+    within_range,
+)
 from engine.types import NUMERIC_TYPES, AttrType
 
 INCREMENTAL = ("sum", "count", "avg", "min", "max", "distinctCount")
@@ -40,6 +50,10 @@ class _Slots:
     merge: list[str] = field(default_factory=list)
     value: list[str] = field(default_factory=list)
     dict_slots: list[int] = field(default_factory=list)
+    # plain (non-aggregate) attributes: a value from one event, added by _last_values
+    plain_add: list[str] = field(default_factory=list)
+    plain_add_safe: list[str] = field(default_factory=list)
+    plain_merge: list[str] = field(default_factory=list)
 
 
 def durations_of(ctx: PlanContext, d: AggregationDefinition) -> list[str] | None:
@@ -99,8 +113,12 @@ def plan_aggregation(ctx: PlanContext, d: AggregationDefinition) -> tuple[Aggreg
     by = d.aggregate_by
     if isinstance(by, Variable):
         ts_code = comp.compile(by, scope)
-        if not ts_code.failed and ts_code.type is not AttrType.LONG:
-            comp.error(f"'aggregate by' needs a long timestamp attribute, found {ts_code.type}", by.span)
+        if not ts_code.failed and ts_code.type not in (AttrType.LONG, AttrType.STRING):
+            comp.error(
+                f"'aggregate by' needs a long (epoch ms) or string timestamp attribute, found {ts_code.type}",
+                by.span,
+                hint="a string timestamp is 'yyyy-MM-dd HH:mm:ss' (UTC) or 'yyyy-MM-dd HH:mm:ss +hh:mm'",
+            )
     keys = [comp.compile(v, scope) for v in sel.group_by]
     if sel.having is not None or sel.order_by or sel.limit is not None or sel.offset is not None:
         comp.error("an aggregation's select takes no having, order by, limit or offset", sel.span)
@@ -111,25 +129,35 @@ def plan_aggregation(ctx: PlanContext, d: AggregationDefinition) -> tuple[Aggreg
     names: list[str] = ["AGG_TIMESTAMP"]
     types: list[AttrType] = [AttrType.LONG]
     for oa in sel.attributes:
+        if _names_the_bucket_start(oa, info.names):
+            continue
         if oa.name in names:
             comp.error(f"the aggregation outputs '{oa.name}' twice", oa.span)
             continue
         kind = _attribute(comp, oa.expr, scope, slots)
         names.append(oa.name)
         types.append(kind)
+    _last_values(slots, by_timestamp=ts_code is not None)
     buffer_size, ignore_older = _buffer(ctx, d)
+    purge = _purge(ctx, d, durations)
     if len(ctx.errors.items) > errors_before:
         return None
     agg = Aggregation(
         d.name,
         durations,
-        _accumulate(ctx, slots, keys, ts_code, cond, durations[0], buffer_size, ignore_older, fast=True),
+        _accumulate(
+            ctx, d.name, slots, keys, ts_code, cond, durations[0], buffer_size, ignore_older, fast=True
+        ),
         _lambda(ctx, "lambda: [" + ", ".join(slots.init) + "]"),
         _function(ctx, "def merge(a, p):\n" + _body(slots.merge or ["pass"])),
         _lambda(ctx, "lambda st: (" + "".join(v + ", " for v in slots.value) + ")"),
         tuple(slots.dict_slots),
+        purge,
+        ctx.namespace["_now"],
     )
-    safe = _accumulate(ctx, slots, keys, ts_code, cond, durations[0], buffer_size, ignore_older, fast=False)
+    safe = _accumulate(
+        ctx, d.name, slots, keys, ts_code, cond, durations[0], buffer_size, ignore_older, fast=False
+    )
     fast = agg.accumulate
 
     def accumulate(ts: list[int], rows: list[Any], a: Aggregation) -> Any:
@@ -140,6 +168,128 @@ def plan_aggregation(ctx: PlanContext, d: AggregationDefinition) -> tuple[Aggreg
 
     agg.accumulate = accumulate
     return agg, StreamInfo(d.name, names, types, d.name_span, kind="aggregation")
+
+
+def _names_the_bucket_start(oa: OutputAttribute, inputs: list[str]) -> bool:
+    """`select AGG_TIMESTAMP, ...` in the definition, as the Siddhi 5 query guide's
+    'Join (Aggregation)' example writes it: the bucket start, which is always the
+    aggregation's first attribute, so the item adds nothing. (Siddhi's parser would look
+    AGG_TIMESTAMP up in the input stream; an input attribute of that name is still taken
+    as one, and then clashes with the bucket start.)"""
+    e = oa.expr
+    return (
+        isinstance(e, Variable)
+        and e.attribute == "AGG_TIMESTAMP"
+        and e.stream is None
+        and e.index is None
+        and not e.inner
+        and oa.name == "AGG_TIMESTAMP"
+        and "AGG_TIMESTAMP" not in inputs
+    )
+
+
+_DAY = 86_400_000
+# Siddhi's IncrementalDataPurger: (default retention, minimum retention) per duration, ms;
+# None keeps every bucket. Months and years count 30 and 365 days, as Siddhi's times do.
+_RETENTION: dict[str, tuple[int | None, int]] = {
+    "sec": (120_000, 120_000),
+    "min": (_DAY, 120 * 60_000),
+    "hour": (30 * _DAY, 25 * 3_600_000),
+    "day": (365 * _DAY, 32 * _DAY),
+    "month": (None, 13 * 30 * _DAY),
+    "year": (None, 0),
+}
+_PURGE_INTERVAL = 15 * 60_000
+
+
+# Siddhi's normalizeDuration: the units of @purge times and the keys of @retentionPeriod
+_UNITS = {
+    "sec": "sec", "second": "sec", "seconds": "sec",
+    "min": "min", "minute": "min", "minutes": "min",
+    "h": "hour", "hour": "hour", "hours": "hour",
+    "day": "day", "days": "day",
+    "month": "month", "months": "month",
+    "year": "year", "years": "year",
+}  # fmt: skip
+_UNIT_MS = {
+    "sec": 1000,
+    "min": 60_000,
+    "hour": 3_600_000,
+    "day": _DAY,
+    "month": 30 * _DAY,
+    "year": 365 * _DAY,
+}
+_AMOUNT = re.compile(r"^\s*(\d+)\s*([A-Za-z]+)\s*$")
+
+
+def _time_ms(text: str) -> int | None:
+    """'10 sec', '24 h', '1 year' as ms (a month is 30 days, a year 365, as in Siddhi's
+    timeToLong); None when it is not one amount and unit."""
+    m = _AMOUNT.match(text)
+    unit = _UNITS.get(m.group(2).lower()) if m is not None else None
+    if m is None or unit is None:
+        return None
+    return int(m.group(1)) * _UNIT_MS[unit]
+
+
+def _purge(ctx: PlanContext, d: AggregationDefinition, durations: list[str]) -> Purge | None:
+    """`@purge(enable='true', interval='10 sec', @retentionPeriod(sec='120 sec', ...,
+    months='all'))`, with Siddhi's defaults: on, every 15 minutes, each duration kept as
+    the Siddhi 5 guide's 'Named Aggregation' table says. `enable='false'` keeps all."""
+    retention = {dur: _RETENTION[dur][0] for dur in durations}
+    ann = find_annotation(d.annotations, "purge")
+    if ann is None:
+        return Purge(_PURGE_INTERVAL, retention)
+    enable = (ann.get("enable") or "true").strip().lower()
+    if enable not in ("true", "false"):
+        ctx.errors.add(f"@purge enable takes 'true' or 'false', not '{enable}'", ann.span)
+        return None
+    if enable == "false":
+        return None
+    interval = _PURGE_INTERVAL
+    raw = ann.get("interval")
+    if raw is not None:
+        found = _time_ms(raw)
+        if not found:
+            ctx.errors.add(f"@purge interval '{raw}' is not a time such as '10 sec'", ann.span)
+            return None
+        interval = found
+    for nested in ann.annotations:
+        if nested.key != "retentionperiod":
+            ctx.errors.add(f"@purge takes @retentionPeriod(...), not @{nested.name}", nested.span)
+            continue
+        for el in nested.elements:
+            dur = _UNITS.get((el.key or "").strip().lower())
+            span = el.span if el.span is not NO_SPAN else nested.span
+            if dur is None:
+                ctx.errors.add(
+                    f"@retentionPeriod names durations (sec=..., min=..., hours=...), not '{el.key}'", span
+                )
+                continue
+            if dur not in retention:
+                ctx.errors.add(
+                    f"@retentionPeriod: aggregation '{d.name}' keeps no '{el.key}' buckets to purge "
+                    f"(it aggregates {', '.join(durations)})",
+                    span,
+                )
+                continue
+            if el.value.strip().lower() == "all":
+                retention[dur] = None
+                continue
+            keep = _time_ms(el.value)
+            if keep is None:
+                ctx.errors.add(
+                    f"@retentionPeriod {el.key} '{el.value}' is not a time such as '120 sec' or 'all'", span
+                )
+            elif keep < _RETENTION[dur][1]:
+                ctx.errors.add(
+                    f"@retentionPeriod {el.key} '{el.value}' is shorter than the minimum retention of "
+                    f"{_RETENTION[dur][1] // 60_000} minutes",
+                    span,
+                )
+            else:
+                retention[dur] = keep
+    return Purge(interval, retention)
 
 
 def _buffer(ctx: PlanContext, d: AggregationDefinition) -> tuple[int, bool]:
@@ -178,11 +328,36 @@ def _attribute(comp: ExpressionCompiler, expr: Any, scope: Scope, slots: _Slots)
             return AttrType.OBJECT
     c = comp.compile(expr, scope)
     slots.init.append("None")
-    slots.add.append(f"st[{s}] = {c.fast}")
-    slots.add_safe.append(f"st[{s}] = {c.safe}")
-    slots.merge.append(f"a[{s}] = p[{s}]")
+    slots.plain_add.append(f"st[{s}] = {c.fast}")
+    slots.plain_add_safe.append(f"st[{s}] = {c.safe}")
+    slots.plain_merge.append(f"a[{s}] = p[{s}]")
     slots.value.append(f"st[{s}]")
     return c.type
+
+
+def _last_values(slots: _Slots, *, by_timestamp: bool) -> None:
+    """Plain attributes keep the value of one event of the bucket: the last to come when
+    the aggregation runs on event time; on an `aggregate by` timestamp, the event with
+    the newest timestamp, the later of equal ones (as Siddhi's BaseIncrementalValueStore
+    does with its last-timestamp check), so an out-of-order event does not overwrite it."""
+    if not slots.plain_add:
+        return
+    if not by_timestamp:
+        slots.add += slots.plain_add
+        slots.add_safe += slots.plain_add_safe
+        slots.merge += slots.plain_merge
+        return
+    last = len(slots.init)
+    slots.init.append("None")
+
+    def guarded(head: str, body: list[str]) -> str:
+        return head + "".join("\n    " + line for stmt in body for line in stmt.splitlines())
+
+    add_head = f"if st[{last}] is None or T >= st[{last}]:\n    st[{last}] = T"
+    slots.add.append(guarded(add_head, slots.plain_add))
+    slots.add_safe.append(guarded(add_head, slots.plain_add_safe))
+    merge_head = f"if p[{last}] is not None and (a[{last}] is None or p[{last}] >= a[{last}]):\n    a[{last}] = p[{last}]"
+    slots.merge.append(guarded(merge_head, slots.plain_merge))
 
 
 def _aggregate(comp: ExpressionCompiler, call: FunctionCall, scope: Scope, slots: _Slots, s: int) -> AttrType:
@@ -252,8 +427,26 @@ def _lambda(ctx: PlanContext, src: str) -> Any:
     return eval(src, dict(ctx.namespace))  # noqa: S307 - generated code
 
 
+def _stamp_reader(name: str) -> Callable[[Any], int | None]:
+    """A string `aggregate by` timestamp as epoch ms (null stays null: the event is skipped).
+    Siddhi logs a malformed one and drops the event; here it fails the chunk, as other bad
+    event values do, before any of the chunk is aggregated."""
+
+    def stamp(value: Any) -> int | None:
+        if value is None:
+            return None
+        try:
+            return parse_timestamp(value)
+        except ValueError as exc:
+            msg = f"aggregation '{name}': {exc}"
+            raise ProcessingError(msg) from None
+
+    return stamp
+
+
 def _accumulate(
     ctx: PlanContext,
+    name: str,
     slots: _Slots,
     keys: list[Compiled],
     ts: Compiled | None,
@@ -278,7 +471,12 @@ def _accumulate(
     loop: list[str] = []
     if cond is not None:
         loop.append(f"if not {pick(cond)}:\n    continue")
-    loop.append(f"T = {pick(ts)}" if ts is not None else "T = t")
+    if ts is None:
+        loop.append("T = t")
+    elif ts.type is AttrType.STRING:
+        loop.append(f"T = _stamp({pick(ts)})")
+    else:
+        loop.append(f"T = {pick(ts)}")
     loop.append("if T is None:\n    continue")
     unit = _FIXED.get(root)
     loop.append(f"b = T - T % {unit}" if unit is not None else "b = _bucket(T, ROOT)")
@@ -302,7 +500,7 @@ def _accumulate(
         src += "    agg.latest = latest\n"
     src += "    return partial\n"
     ns = dict(ctx.namespace)
-    ns.update(_shift=shift, _bucket=bucket_start, ROOT=root, N=buffer_size)
+    ns.update(_shift=shift, _bucket=bucket_start, _stamp=_stamp_reader(name), ROOT=root, N=buffer_size)
     exec(compile(src, "<aggregation>", "exec"), ns)  # noqa: S102 - generated code
     return ns["acc"]
 

@@ -12,6 +12,7 @@ duration's buckets directly.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from engine.events import Chunk
@@ -26,6 +27,15 @@ class AggregationError(ValueError):
     """A retrieval asked for what the aggregation cannot give (a bad `per` or `within`)."""
 
 
+@dataclass(frozen=True)
+class Purge:
+    """`@purge`: every `interval` ms of the runtime's clock, the buckets of a duration that
+    start more than its retention (ms; None keeps all) before now are dropped."""
+
+    interval: int
+    retention: dict[str, int | None]
+
+
 class Aggregation:
     def __init__(
         self,
@@ -36,6 +46,8 @@ class Aggregation:
         merge: Callable[[State, State], None],
         values: Callable[[State], Row],
         dict_slots: tuple[int, ...] = (),
+        purge: Purge | None = None,
+        now: Callable[[], int] = lambda: 0,
     ) -> None:
         self.name = name
         self.durations = durations
@@ -47,10 +59,15 @@ class Aggregation:
         self.mapper = BucketMapper(durations)
         self.store: dict[str, dict[int, dict[Any, State]]] = {d: {} for d in durations}
         self.latest: int | None = None  # the newest root bucket seen (for @BufferSize)
+        self.purge = purge
+        self.now = now
+        self.next_purge: int | None = None  # when purging is next due (the runtime's clock)
 
     # ---- input -----------------------------------------------------------------------------
 
     def receive(self, chunk: Chunk) -> None:
+        if self.purge is not None:
+            self.purge_if_due()
         partial = self.accumulate(chunk.ts, chunk.rows, self)
         if not partial:
             return
@@ -69,6 +86,28 @@ class Aggregation:
                     st = groups[key] = new_state()
                 merge(st, part)
 
+    # ---- purging -----------------------------------------------------------------------------
+
+    def purge_if_due(self) -> None:
+        """Purge when the interval has passed since the last purge (or since the first
+        event or read): checked as events come and as the aggregation is read, so a read
+        sees what Siddhi's timed purger would have left."""
+        assert self.purge is not None
+        now = self.now()
+        if self.next_purge is None:
+            self.next_purge = now + self.purge.interval
+            return
+        if now < self.next_purge:
+            return
+        self.next_purge = now + self.purge.interval
+        for d, keep in self.purge.retention.items():
+            if keep is None:
+                continue
+            cutoff = now - keep
+            buckets = self.store[d]
+            for b in [b for b in buckets if b < cutoff]:
+                del buckets[b]
+
     # ---- retrieval ---------------------------------------------------------------------------
 
     def duration(self, per: Any) -> str:
@@ -85,6 +124,8 @@ class Aggregation:
         """The rows (AGG_TIMESTAMP, values...) of the `per` buckets starting in `within`,
         oldest first, groups in the order they first appeared."""
         d = self.duration(per)
+        if self.purge is not None:
+            self.purge_if_due()
         try:
             start, end = within_range(*within, two=len(within) == 2)
         except ValueError as exc:
@@ -108,6 +149,7 @@ class Aggregation:
     def snapshot(self) -> Any:
         return {
             "latest": self.latest,
+            "next_purge": self.next_purge,
             "store": [
                 [d, [[b, [[k, self._copy(st)] for k, st in groups.items()]] for b, groups in buckets.items()]]
                 for d, buckets in self.store.items()
@@ -116,7 +158,9 @@ class Aggregation:
 
     def restore(self, state: Any) -> None:
         self.latest = state["latest"]
+        self.next_purge = state.get("next_purge")
         self.store = {d: {} for d in self.durations}
+        width = len(self.new_state())
         for d, buckets in state["store"]:
             if d not in self.store:
                 continue
@@ -125,6 +169,8 @@ class Aggregation:
                 g = target[b] = {}
                 for k, st in groups:
                     st = list(st)
+                    if len(st) < width:  # of an engine whose states had fewer slots at the end
+                        st += self.new_state()[len(st) :]
                     for i in self.dict_slots:
                         st[i] = {v: n for v, n in st[i]}
                     g[k] = st

@@ -81,6 +81,32 @@ class BucketMapper:
         return found
 
 
+# ---- string timestamps of `aggregate by` ------------------------------------------------
+
+_STAMP = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\s(\d{2}):(\d{2}):(\d{2})(?:\s([+-])(\d{2}):(\d{2}))?$")
+
+
+def parse_timestamp(value: str) -> int:
+    """An `aggregate by` string timestamp as epoch ms: 'yyyy-MM-dd HH:mm:ss' in UTC, or
+    'yyyy-MM-dd HH:mm:ss +hh:mm' with an offset, the two forms Siddhi takes (its
+    timestampInMilliseconds). Raises ValueError with a message for people."""
+    m = _STAMP.match(value.strip())
+    if m is not None:
+        tz = UTC
+        if m.group(7):
+            sign = 1 if m.group(7) == "+" else -1
+            tz = timezone(sign * timedelta(hours=int(m.group(8)), minutes=int(m.group(9))))
+        try:
+            y, mo, d, h, mi, sec = (int(g) for g in m.groups()[:6])
+            return int(datetime(y, mo, d, h, mi, sec, tzinfo=tz).timestamp()) * 1000
+        except ValueError:
+            pass
+    msg = (
+        f"timestamp '{value}' is not of the form 'yyyy-MM-dd HH:mm:ss' (UTC) or 'yyyy-MM-dd HH:mm:ss +hh:mm'"
+    )
+    raise ValueError(msg)
+
+
 # ---- within ------------------------------------------------------------------------------
 
 _PATTERN = re.compile(

@@ -247,6 +247,160 @@ def test_within_longs_per_days_without_group_by() -> None:  # Siddhi test9
     ]
 
 
+def test_string_timestamps_with_and_without_an_offset() -> None:  # Siddhi test38
+    plan = (
+        STOCK.replace("timestamp long", "timestamp string")
+        + "define aggregation stockAggregation from stockStream "
+        "select avg(price) as avgPrice, sum(price) as totalPrice, (price * quantity) as lastTradeValue "
+        "aggregate by timestamp every sec...year;"
+        "define stream inputStream (symbol string, value int, startTime string, endTime string, perValue string);"
+        "from inputStream join stockAggregation "
+        'within "2017-06-01 09:35:00 +05:30", "2017-06-01 10:37:57 +05:30" per perValue '
+        "select AGG_TIMESTAMP, avgPrice, totalPrice as sumPrice, lastTradeValue insert all events into outputStream;"
+    )
+    rows = [
+        ("WSO2", 50.0, 60.0, 90, 6, "2017-06-01 04:05:50"),
+        ("IBM", 50.0, 60.0, 90, 6, "2017-06-01 04:05:51"),
+        ("WSO2", 60.0, 44.0, 200, 56, "2017-06-01 04:05:52"),
+        ("WSO2", 100.0, None, 200, 16, "2017-06-01 04:05:52"),
+        ("WSO2", 70.0, None, 40, 10, "2017-06-01 04:05:50"),
+        ("IBM", 100.0, None, 200, 26, "2017-06-01 04:05:54"),
+        ("IBM", 100.0, None, 200, 96, "2017-06-01 04:05:54"),
+        ("IBM", 50.0, 60.0, 90, 6, "2017-06-01 04:05:50"),
+        ("IBM", 900.0, None, 200, 60, "2017-06-01 04:05:56"),
+        ("IBM", 500.0, None, 200, 7, "2017-06-01 04:05:56"),
+        ("IBM", 400.0, None, 200, 9, "2017-06-01 04:06:56"),
+        ("IBM", 600.0, None, 200, 6, "2017-06-01 04:07:56"),
+        ("IBM", 700.0, None, 200, 20, "2017-06-01 05:07:56"),
+    ]
+    items = [{"stream": "stockStream", "timestamp": 1000, "data": list(r)} for r in rows]
+    probe = ["IBM", 1, "2017-06-01 09:35:51 +05:30", "2017-06-01 09:35:52 +05:30", "minutes"]
+    items.append({"stream": "inputStream", "timestamp": 2000, "data": probe})
+    assert sorted(run(plan, items).rows("outputStream", "current")) == [
+        (1496289900000, 198.0, 1980.0, 3500.0),
+        (1496289960000, 400.0, 400.0, 3600.0),
+        (1496290020000, 600.0, 600.0, 3600.0),
+        (1496293620000, 700.0, 700.0, 14000.0),
+    ]
+    rt = engine.compile(plan, start_time=0)
+    rt.send("stockStream", [("IBM", 5.0, None, 1, 1, "2017-06-01 09:36:10 +05:30")], timestamps=0)
+    got = rt.query(
+        'from stockAggregation within "2017-06-01 04:06:**" per "seconds" select AGG_TIMESTAMP, totalPrice'
+    )
+    assert [tuple(e.data) for e in got] == [(1496289970000, 5.0)]  # 04:06:10 UTC
+
+
+def test_a_malformed_string_timestamp_fails_the_chunk_before_aggregating_it() -> None:  # Siddhi test16
+    """Siddhi logs the malformed timestamp and drops its event; here the chunk fails with the
+    value and the forms named, and nothing of it is aggregated."""
+    plan = STOCK.replace("timestamp long", "timestamp string") + (
+        "define aggregation A from stockStream select sum(price) as total aggregate by timestamp every sec, min;"
+    )
+    rt = engine.compile(plan, start_time=0)
+    bad = [
+        ("WSO2", 1.0, None, 1, 1, "2017-06-01 04:05:50"),
+        ("WSO2", 2.0, None, 1, 1, "June 1, 2017 4:05:50 AM"),
+    ]
+    with pytest.raises(
+        engine.ProcessingError, match=re.escape("timestamp 'June 1, 2017 4:05:50 AM' is not of the form")
+    ):
+        rt.send("stockStream", bad, timestamps=0)
+    for text in ("2017-06-31 04:05:50", "2017-06-01T04:05:50", "2017-06-01 04:05:50 +0530"):
+        with pytest.raises(engine.ProcessingError, match="is not of the form"):
+            rt.send("stockStream", [("WSO2", 2.0, None, 1, 1, text)], timestamps=0)
+    assert rt.query("from A within 0L, 2000000000000L per 'min'") == []
+    rt.send("stockStream", [("WSO2", 3.0, None, 1, 1, None)], timestamps=0)  # a null timestamp: skipped
+    assert rt.query("from A within 0L, 2000000000000L per 'min'") == []
+
+
+def test_a_plain_attribute_keeps_the_newest_events_value_when_events_come_out_of_order() -> None:
+    """On an `aggregate by` timestamp, a plain attribute takes the value of the bucket's
+    event with the newest timestamp, the later of equal ones, in every duration (Siddhi's
+    BaseIncrementalValueStore checks the last timestamp so); on event time, the last one."""
+    plan = (
+        "define stream S (v int, ts long);"
+        "define aggregation A from S select v as last, count() as n aggregate by ts every sec, min;"
+    )
+    rt = engine.compile(plan, start_time=0)
+    for v, ts in [(1, 5500), (2, 5900), (3, 5100), (4, 1000)]:
+        rt.send("S", [(v, ts)], timestamps=0)
+    rt.send("S", [(5, 5200), (6, 5900), (7, 5300)], timestamps=0)  # one chunk, out of order inside
+    q = "from A within 0L, 100000L per '{}' select AGG_TIMESTAMP, last, n"
+    assert [tuple(e.data) for e in rt.query(q.format("sec"))] == [(1000, 4, 1), (5000, 6, 6)]
+    assert [tuple(e.data) for e in rt.query(q.format("min"))] == [(0, 6, 7)]
+    on_event_time = engine.compile(plan.replace("aggregate by ts", "aggregate"), start_time=0)
+    on_event_time.send("S", [(1, 0), (2, 0), (3, 0)], timestamps=[5500, 5900, 5900])
+    assert [tuple(e.data) for e in on_event_time.query(q.format("sec"))] == [(5000, 3, 3)]
+
+
+def test_restore_with_string_timestamps_plain_attributes_and_a_buffer() -> None:
+    plan = (
+        "define stream S (k string, v int, ts string);"
+        "@BufferSize('1') define aggregation A from S select k, v as last, sum(v) as total, distinctCount(v) as d "
+        "group by k aggregate by ts every sec...min;"
+        "define stream Q (k string, per string);"
+        "from Q join A on A.k == Q.k within 0L, 1000000L per Q.per "
+        "select AGG_TIMESTAMP, last, total, d insert into Out;"
+    )
+    events = [
+        ("a", 1, "1970-01-01 00:00:05"),
+        ("a", 2, "1970-01-01 00:00:03"),  # older than the buffer: into the oldest bucket
+        ("a", 3, "1970-01-01 00:00:04"),
+        ("b", 4, "1970-01-01 00:01:05 +00:00"),
+        ("a", 5, "1970-01-01 00:00:05"),
+        ("a", 6, "1970-01-01 05:30:06 +05:30"),
+    ]
+    items: list[dict[str, Any]] = []
+    for i, row in enumerate(events):
+        items.append({"stream": "S", "timestamp": 1000 + i, "data": list(row)})
+        items.append({"stream": "Q", "timestamp": 1000 + i, "data": ["a", "sec" if i % 2 else "min"]})
+    assert_restore_equivalent(plan, items)
+
+
+def test_restore_keeps_when_the_next_purge_is_due() -> None:
+    plan = (
+        "define stream S (v int, ts long);"
+        "@purge(interval='1 min', @retentionPeriod(sec='120 sec')) "
+        "define aggregation A from S select sum(v) as total aggregate by ts every sec, min;"
+        "define stream Q (per string);"
+        "from Q join A within 0L, 100000000L per Q.per select AGG_TIMESTAMP, total insert into Out;"
+    )
+    items: list[dict[str, Any]] = []
+    for i, t in enumerate([1000, 30_000, 70_000, 100_000, 140_000, 175_000, 200_000, 260_000]):
+        items.append({"stream": "S", "timestamp": t, "data": [i + 1, t - 500]})
+        items.append({"stream": "Q", "timestamp": t, "data": ["sec" if i % 3 else "min"]})
+    items.append({"time": 400_000})
+    items.append({"stream": "Q", "timestamp": 400_000, "data": ["sec"]})
+    assert_restore_equivalent(plan, items, start_time=0)
+
+
+def test_a_snapshot_from_before_the_newest_timestamp_slot_restores() -> None:
+    """States of an engine that kept no newest-timestamp slot for plain attributes (and no
+    purge time) restore with the slot empty: the next event of the bucket sets it."""
+    plan = (
+        "define stream S (v int, ts long);"
+        "define aggregation A from S select v as last, sum(v) as total aggregate by ts every sec;"
+    )
+    first = engine.compile(plan, start_time=0)
+    first.send("S", [(1, 5000), (2, 5100)], timestamps=0)
+    capture = first.capture()
+    for _part, state in capture.states:
+        if isinstance(state, dict) and "store" in state:
+            del state["next_purge"]
+            for _d, buckets in state["store"]:
+                for _b, groups in buckets:
+                    for entry in groups:
+                        entry[1] = entry[1][:-1]
+    second = engine.compile(plan, start_time=0)
+    second.restore(capture.encode())
+    q = "from A within 0L, 100000L per 'sec' select last, total"
+    assert [tuple(e.data) for e in second.query(q)] == [(2, 3)]
+    second.send("S", [(7, 5050)], timestamps=0)
+    assert [tuple(e.data) for e in second.query(q)] == [(7, 10)]  # no newest timestamp was kept
+    second.send("S", [(8, 5010)], timestamps=0)
+    assert [tuple(e.data) for e in second.query(q)] == [(7, 18)]
+
+
 MINMAX = (
     "define stream S (k string, v int, ts long);"
     "{ann}define aggregation A from S select k, sum(v) as total, min(v) as lo, max(v) as hi, count() as n, "
@@ -337,7 +491,10 @@ def test_restore_is_equivalent_at_every_cut_point() -> None:
     [
         (MINMAX.format(ann="").replace("sum(v)", "sum(k)"), "sum() needs a numeric argument, found string"),
         (MINMAX.format(ann="").replace("group by k", "group by nope"), "unknown attribute 'nope'"),
-        (MINMAX.format(ann="").replace("by ts", "by k"), "'aggregate by' needs a long"),
+        (
+            MINMAX.format(ann="").replace("by ts", "by v"),
+            "'aggregate by' needs a long (epoch ms) or string timestamp attribute, found int",
+        ),
         (
             MINMAX.format(ann="").replace("sec...min", "sec...fortnight"),
             "'fortnight' is not an aggregation duration",
@@ -349,6 +506,12 @@ def test_restore_is_equivalent_at_every_cut_point() -> None:
             "not an incremental aggregate",
         ),
         (MINMAX.format(ann="").replace("sum(v)", "stdDev(v)"), "not an incremental aggregate"),
+        (
+            MINMAX.format(ann="")
+            .replace("ts long", "AGG_TIMESTAMP long")
+            .replace("select k", "select AGG_TIMESTAMP, k"),
+            "the aggregation outputs 'AGG_TIMESTAMP' twice",
+        ),
         (MINMAX.format(ann="@BufferSize('x') "), "@BufferSize needs a whole number"),
         (
             MINMAX.format(ann="") + "define stream Q (a int); from Q join A select total insert into O;",
