@@ -223,6 +223,15 @@ class Cluster:
         if plan is not None:
             self._leave(plan, drain=False)
 
+    def redeployed(self, name: str) -> None:
+        """Plan `name` runs a new text here now: as a standby, take the notifier's state again once
+        it runs the same text (records applied meanwhile ran through another text)."""
+        with self._lock:
+            plan = self._plans.get(name)
+        follower = plan.follower if plan is not None else None
+        if follower is not None:
+            follower.resync()
+
     def _leave(self, plan: _Plan, *, drain: bool) -> None:
         """Stop notifying and following `plan`, and give its lease up if this node ever held it."""
         self._step_down(plan, drain=drain)

@@ -123,6 +123,7 @@ class PlanJournal:
         self._settlers: dict[int, Replicas] = {}  # position → the standbys of the term that sequenced it
         self.resends: Resends | None = None  # a redundant plan's: bundles a takeover made clients resend
         self.copies: DirectCopies | None = None  # full-active-active: a standby's own copies of bundles
+        self.deployed: str | None = None  # the fingerprint of the plan text its runtime runs
         first, last = input_log.bounds(plan)
         self.position = last  # the newest record appended (and processed)
         self.clock = LoggedClock(self._first_time(first, last))

@@ -212,6 +212,7 @@ class PlanManager:
         def switch() -> None:
             if fresh.journal is not None:
                 fresh.journal.runtime = fresh.runtime
+                fresh.journal.deployed = fresh.fingerprint
             self._deployed = {**self._deployed, name: fresh}
             self._ingress.set_routes(self._routes(self._deployed))
 
@@ -221,6 +222,11 @@ class PlanManager:
             switch()
             old.runtime.shutdown()
             log.warning("plan %s starts with empty state after its redeploy: %s", name, exc)
+            report = None
+        finally:
+            if self.cluster is not None and fresh.journal is not None and self._redundant(fresh.plan):
+                self.cluster.redeployed(name)  # a standby takes the notifier's state of the new text
+        if report is None:
             return
         log.info("plan %s carried its state over: %s", name, describe(report))
         if fresh.journal is not None and self._checkpoint is not None:
@@ -284,6 +290,8 @@ class PlanManager:
             for binding in bindings:
                 self._check_binding(runtime, binding)
             if journal is not None and self.cluster is not None and self._redundant(plan):
+                if journal.deployed is None:  # deployed here first (a redeploy sets it at the switch)
+                    journal.deployed = fingerprint
                 gate = self.cluster.gate(plan.name, journal, plan.ha_mode)
             for binding in bindings:
                 if binding.direction == "export":

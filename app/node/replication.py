@@ -19,9 +19,14 @@ position in the registry (`ha.ports.LeaseStore`): the store then grants the leas
 member that holds it. The notifier also reports which positions' outputs are written
 (`delivered`), so standbys forget the outputs they hold for a takeover.
 
+A standby subscribes only to a notifier that runs the same plan text (`PlanJournal.deployed`):
+else it is told `other_text` and asks again. A standby whose plan was redeployed (an edit)
+subscribes again asking for a snapshot (`fresh`): the records it applied between the two
+members' redeploys ran through different texts, so its state is taken from the notifier anew.
+
 Messages (`app.node.peers`): standby → notifier `sub`, `ack`; notifier → standby `state`
 (body: the state blob), `resume`, `rec` (body: the encoded record), `live`, `delivered`,
-`not_notifier`, `dropped`.
+`not_notifier`, `other_text`, `dropped`.
 """
 
 from __future__ import annotations
@@ -216,9 +221,13 @@ class Sequencer:
                 connection.send({"t": "not_notifier"})
                 return
             first, _ = journal._log.bounds(journal.plan)
+            if request.get("text") != journal.deployed:
+                connection.send({"t": "other_text"})  # one of the two redeploys is still to come
+                return
             asked = int(request.get("position", -1))
             resume = (
-                request.get("log_id") == journal.log_id
+                not request.get("fresh")
+                and request.get("log_id") == journal.log_id
                 and request.get("term") == journal.term
                 and first - 1 <= asked <= journal.position
             )
@@ -330,6 +339,8 @@ class Follower:
         self._connection: Connection | None = None
         self.live = False  # receiving the notifier's records as it appends them
         self.ended_live = False  # the last subscription ended while live (the notifier died)
+        self._fresh = False  # ask for the notifier's state instead of resuming (a redeploy)
+        self._resyncs = 0  # how many times `resync` was asked for
         self._thread = threading.Thread(target=self._run, name=f"follow-{journal.plan}", daemon=True)
 
     def start(self) -> None:
@@ -342,6 +353,16 @@ class Follower:
             connection.close()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(5)
+
+    def resync(self) -> None:
+        """Take the notifier's state anew (this member's plan was redeployed): end the subscription
+        and subscribe again asking for a snapshot. Until it arrives this standby keeps what it
+        held (it may still take over: its state ran partly through the old text)."""
+        self._fresh = True
+        self._resyncs += 1
+        connection = self._connection
+        if connection is not None:
+            connection.close()
 
     @property
     def caught_up(self) -> bool:
@@ -383,6 +404,7 @@ class Follower:
         connection = self._connection = self._connect(address)
         if self._stop.is_set():
             return
+        resyncs = self._resyncs  # a state asked for before a later `resync` does not end that one
         connection.send(
             {
                 "t": "sub",
@@ -390,6 +412,8 @@ class Follower:
                 "log_id": journal.log_id,
                 "position": journal.position,
                 "term": journal.term,
+                "text": journal.deployed,
+                "fresh": self._fresh,
             }
         )
         while not self._stop.is_set():
@@ -407,6 +431,8 @@ class Follower:
                 journal.adopt(
                     str(header["log_id"]), position, int(header["clock"]), int(header["term"]), recent
                 )
+                if self._resyncs == resyncs:
+                    self._fresh = False
                 if "covers" in header:  # the notifier's unwritten outputs follow (`out`)
                     self.gate.reset(int(header["covers"]), int(header["delivered"]))
                 else:
@@ -423,7 +449,7 @@ class Follower:
                 self.gate.trim(int(header["p"]))
                 if self.live:
                     connection.send({"t": "ack", "p": journal.position, "ready": self.gate.complete})
-            elif kind == "not_notifier":
+            elif kind in ("not_notifier", "other_text"):
                 return
             elif kind == "dropped":
                 self.live = self.ended_live = False

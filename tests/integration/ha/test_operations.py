@@ -17,7 +17,7 @@ import pytest
 from tests.support.cluster import ClusterFeeder, Pair, plan_status
 from tests.support.databases import isolated_database
 from tests.support.nodes import NodeProcess, wait_for
-from tests.support.rooms import assert_exact, provision, readings, sink_rows
+from tests.support.rooms import PLAN, assert_exact, provision, readings, sink_rows
 
 pytestmark = [pytest.mark.mysql, pytest.mark.slow]
 
@@ -97,6 +97,57 @@ def test_move_and_drain_hand_the_plan_over_without_losing_a_row(
             f"\n[cluster move, drain] seed {seed}, {sent} readings: the notifier moved in "
             f"{moves[0] * 1000:.0f} ms and {moves[1] * 1000:.0f} ms (command → new notifier)"
         )
+
+
+TALLY = """
+@info(name='tally')
+from In select 'tally' as kind, room, seq, count() as a, 0L as b group by room insert into Out;
+"""
+
+
+def test_an_edit_while_the_plan_runs_leaves_both_members_with_the_notifiers_state(
+    tmp_path: Path, dbs: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An operator adds a query to the running plan. Each member redeploys when it polls the
+    registry, at another point of the input; the standby then takes the notifier's state of
+    the new text again. After a kill -9 of the notifier the standby's new query carries on
+    the notifier's counts: every room's tally counts each reading after the edit once, with
+    no jump or repeat at the takeover, and the unchanged queries lose and repeat nothing."""
+    registry, sink = dbs
+    seed = random.randrange(1 << 30)
+    plan_input = readings(seed, 200_000)
+    base = int(time.time() * 1000) + 86_400_000
+    pair = started(tmp_path, registry, sink)
+    try:
+        feeder = ClusterFeeder(pair, plan_input, base)
+        feeder.start()
+        time.sleep(1.0)
+        (tmp_path / "doc" / "rooms.siddhi").write_text(PLAN + TALLY, encoding="utf-8")
+        pair.nodes[0].cli("apply", str(tmp_path / "doc" / "apply.toml"))
+        wait_for(lambda: any(r[0] == "tally" for r in sink_rows(sink)), 20, "the new query's rows")
+        time.sleep(1.0)
+        victim, survivor = wait_for(pair.settled, 20, "a notifier with the other member in sync")
+        victim.kill()
+        wait_for(lambda: pair.notifier() is survivor, 10, "takeover")
+        killed_at = max((r[2] for r in sink_rows(sink) if r[0] == "tally"), default=0)
+        time.sleep(1.0)
+        sent = feeder.stop()
+        wait_settled(pair, sink, sent)
+    finally:
+        pair.stop()
+    where = f"seed {seed}, {sent} readings"
+    assert_exact(sink, plan_input[:sent], base, where, ignore=("tally",))
+    tallies = sorted((r for r in sink_rows(sink) if r[0] == "tally"), key=lambda r: r[2])
+    assert any(r[2] > killed_at for r in tallies), f"{where}: no tally after the takeover"
+    for room in sorted({r[0] for r in plan_input[:sent]}):
+        mine = [r for r in tallies if r[1] == room]
+        first_seq, first_count = mine[0][2], mine[0][3]
+        seqs = [r[1] for r in plan_input[:sent] if r[0] == room and r[1] > first_seq]
+        for _, _, seq, count, _ in mine[1:]:  # the readings of the room counted since the first row
+            counted = first_count + sum(1 for s in seqs if s <= seq)
+            assert count == counted, f"{where}: room {room}, reading {seq}: tally {count}, expected {counted}"
+    with capsys.disabled():
+        print(f"\n[plan edit, kill -9] {where}: {len(tallies)} tallies consistent across the takeover")
 
 
 def test_with_no_fault_nothing_changes_role(

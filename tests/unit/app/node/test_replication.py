@@ -299,3 +299,62 @@ def test_the_notifier_makes_the_lease_require_what_a_standby_of_its_term_may_lac
     finally:
         follower.stop()
         server.stop()
+
+
+def test_a_standby_whose_plan_was_redeployed_takes_the_notifiers_state_once_both_run_the_new_text(
+    tmp_path: Path,
+) -> None:
+    """Between the two members' redeploys the records ran through different texts: the standby
+    subscribes again asking for a snapshot, is refused while the notifier still runs the old
+    text, and stays able to take over meanwhile (it holds every record)."""
+    notifier = Run(tmp_path / "a", Wall(OPS[0][0]))
+    notifier.journal.deployed = "text-1"
+    sequencer = Sequencer(notifier.journal, OutputGate("p", no_outputs))
+    notifier.journal.lead(1, sequencer)
+    notifier.do(OPS[:4])
+
+    def serve(connection: Connection) -> None:
+        request, _ = connection.recv()
+        sequencer.serve(connection, request)
+
+    server = PeerServer("127.0.0.1", 0, "a", SECRET, serve)
+    server.start()
+    standby = Run(tmp_path / "b", Wall(10**12))
+    standby.journal.deployed = "text-1"
+    standby.journal.follow(None)
+    installs: list[int] = []
+
+    def install(blob: bytes) -> None:
+        installs.append(len(blob))
+        standby.runtime.restore(blob)
+
+    gate = OutputGate("p", no_outputs)
+    follower = Follower(
+        standby.journal,
+        gate,
+        notifier=lambda: f"127.0.0.1:{server.port}",
+        connect=lambda address: connect(address, "b", "replicate", SECRET),
+        install=install,
+    )
+    try:
+        follower.start()
+        wait(lambda: follower.live, "the standby to join")
+        sequencer.delivered(notifier.journal.position)
+        wait(lambda: follower.caught_up, "the standby to hold what a takeover needs")
+        assert len(installs) == 1
+        standby.journal.deployed = "text-2"  # the standby's plan was redeployed first
+        follower.resync()
+        wait(lambda: not follower.live, "the subscription to end")
+        time.sleep(0.3)  # it asks again and again: the notifier runs the old text
+        assert not follower.live and len(installs) == 1
+        assert follower.caught_up  # it still holds every record: it may take over meanwhile
+        notifier.do(OPS[4:8])
+        notifier.journal.deployed = "text-2"
+        wait(lambda: follower.live, "the standby to join again")
+        assert len(installs) == 2  # from a snapshot of the notifier's state, not resumed
+        notifier.do(OPS[8:])
+        wait(lambda: standby.journal.position == notifier.journal.position, "the standby to catch up")
+        assert standby.runtime.snapshot() == notifier.runtime.snapshot()
+    finally:
+        follower.stop()
+        server.stop()
