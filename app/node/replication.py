@@ -160,8 +160,12 @@ class Sequencer:
             held = any(s.in_sync and s.acked >= position for s in self._subscribers)
             lacking = any(s.may_lack(position) for s in self._term)
             first = not self._required
+            # one registry write may serve the bundles settling behind this one: require as much
+            # as every live standby holds (with none, no other member holds any of it anyway)
+            live = [s.acked for s in self._subscribers if s.live and not s.gone]
+            cover = max(position, min(live) if live else self.journal.position)
         if not held or lacking or first:
-            if not self._confirm(start, LogPosition(self.journal.term, position)):
+            if not self._confirm(start, LogPosition(self.journal.term, cover)):
                 msg = (
                     f"plan {self.journal.plan}: the bundle is not held by every standby and this node's "
                     "lease is not confirmed"
