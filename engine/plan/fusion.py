@@ -1,9 +1,14 @@
-"""What a partition needs to run its one `every e1=S -> e2=S` query as a single keyed
-operator (runtime/keyed_followed_by.py) instead of one query instance per key.
+"""What a partition needs to run its one query as a single keyed operator instead of one
+query instance per key:
 
-The pattern planner describes a query of that shape in a `FollowedByFusion`; the partition
-planner decides whether its partition qualifies. Imports only plan modules below the
-query planners (context, selector).
+- `every e1=S -> e2=S` (runtime/keyed_followed_by.py) and the sequence `every e1=S, e2=S`
+  (runtime/keyed_sequence.py), described by the pattern planner in a `FollowedByFusion`;
+- `from S[f]#window.length(n) | externalTime(ts, t) | externalTimeBatch(ts, t) select
+  <aggregates>` (runtime/keyed_window.py), described by the single-query planner in a
+  `WindowFusion`.
+
+The partition planner decides whether its partition qualifies. Imports only plan modules
+below the query planners (context, selector).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from typing import Any
 
 from engine.events import Chunk
 from engine.plan.context import Env
-from engine.plan.selector import SelectorPlan
+from engine.plan.selector import AggregateParts, SelectorPlan
 
 Filter = Callable[[list[Any], tuple[Any, ...]], bool]
 
@@ -34,6 +39,7 @@ class FollowedByFusion:
     selector: SelectorPlan
     output: Callable[[Env], Callable[[Chunk], None]]
     project_fast: str | None  # a plain projection of the matched rows, when the select is one
+    sequence: bool = False  # `every e1=A, e2=B`: e2 must be the very next event
 
     def fits_partition(self, partitioned: list[str]) -> bool:
         """Whether a partition by one value key of `partitioned` (its only stream) may fuse it."""
@@ -42,4 +48,25 @@ class FollowedByFusion:
             and not self.inner
             and not self.fill
             and self.streams == (partitioned[0], partitioned[0])
+            and not (self.sequence and self.within is not None)
         )
+
+
+@dataclass(frozen=True)
+class WindowFusion:
+    """`from S[filter]#window.W(...) select <aggregates, no group by> insert into Out` with W
+    `length(n)`, `externalTime(ts, t)` or `externalTimeBatch(ts, t)`, compiled."""
+
+    stream: str
+    inner: bool
+    window: str  # "length", "externalTime" or "externalTimeBatch"
+    size: int  # the length, or the time span in ms
+    ts_index: int | None  # the timestamp attribute of the external-time windows
+    filter_fast: str | None  # the filter before the window over `r` (and `_et`)
+    filter_safe: str | None
+    parts: AggregateParts
+    output: Callable[[Env], Callable[[Chunk], None]]
+    query: str
+
+    def fits_partition(self, partitioned: list[str]) -> bool:
+        return len(partitioned) == 1 and not self.inner and self.stream == partitioned[0]

@@ -110,6 +110,8 @@ def _hoisted(test: str) -> tuple[str, str]:
 
 
 class KeyedFollowedBy:
+    loop = _LOOP  # the generated loop's template (keyed_sequence.py has its own)
+
     def __init__(
         self,
         name: str,
@@ -149,7 +151,7 @@ class KeyedFollowedBy:
         full = f2_fast or "True"
         reduced = _without_key_test(full, key_code)
         test, hoist = _hoisted(reduced)
-        src = _LOOP.format(
+        src = self.loop.format(
             key=key_code,
             # a NaN key's bucket holds NaN keys, yet `e1.k == k` never holds for them
             nan=" or k != k" if reduced != full else "",
@@ -161,7 +163,7 @@ class KeyedFollowedBy:
         )
         ns = dict(namespace)
         ns["op"] = self
-        exec(compile(src, f"<partition {name} followed-by>", "exec"), ns)  # noqa: S102 - generated
+        exec(compile(src, f"<partition {name} {type(self).__name__}>", "exec"), ns)  # noqa: S102 - generated
         self.receive: Callable[[Chunk], None] = ns["receive"]
         self.out = out
         self.project: Callable[[list[Any]], list[Row]] | None = None
