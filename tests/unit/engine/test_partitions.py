@@ -158,3 +158,17 @@ def test_fused_partition_state_restores_exactly() -> None:
         {"time": 9000}
     ]
     assert_restore_equivalent(plan, items)
+
+
+def test_purge_that_drops_a_key_keeps_its_timer_in_the_same_pass() -> None:
+    """Dropping a key unregisters its timers while the purge timer fires: the purge's next
+    round, already due, must still fire in that pass (it once waited for the next send)."""
+    plan = (
+        "define stream S (k string, v int); "
+        "@purge(enable='true', interval='40 milliseconds', idle.period='60 milliseconds') "
+        "partition with (k of S) begin from S#window.length(2) select k, sum(v) as t insert into Out; end;"
+    )
+    rt = engine.compile(plan, start_time=1000, fuse_partitions=False)
+    rt.send("S", [("a", 1)], timestamps=1000)
+    rt.send("S", [("b", 1), ("b", 2)], timestamps=[1001, 1200])  # timers up to 1200 fire at 1200
+    assert rt.next_timer() == 1240
