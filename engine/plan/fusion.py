@@ -3,7 +3,7 @@ query instance per key:
 
 - `every e1=S -> e2=S` (runtime/keyed_followed_by.py) and the sequence `every e1=S, e2=S`
   (runtime/keyed_sequence.py), described by the pattern planner in a `FollowedByFusion`;
-- `from S[f]#window.length(n) | externalTime(ts, t) | externalTimeBatch(ts, t) select
+- `from S[f][#window.length(n) | externalTime(ts, t) | externalTimeBatch(ts, t)] select
   <aggregates>` (runtime/keyed_window.py), described by the single-query planner in a
   `WindowFusion`.
 
@@ -55,11 +55,11 @@ class FollowedByFusion:
 @dataclass(frozen=True)
 class WindowFusion:
     """`from S[filter]#window.W(...) select <aggregates, no group by> insert into Out` with W
-    `length(n)`, `externalTime(ts, t)` or `externalTimeBatch(ts, t)`, compiled."""
+    `length(n)`, `externalTime(ts, t)` or `externalTimeBatch(ts, t)`, or no window, compiled."""
 
     stream: str
     inner: bool
-    window: str  # "length", "externalTime" or "externalTimeBatch"
+    window: str  # "length", "externalTime", "externalTimeBatch" or "none"
     size: int  # the length, or the time span in ms
     ts_index: int | None  # the timestamp attribute of the external-time windows
     filter_fast: str | None  # the filter before the window over `r` (and `_et`)

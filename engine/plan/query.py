@@ -501,8 +501,7 @@ def plan_single_query(
     template = query_template(query, name, build, [(si.stream, si.inner)])
     out = query.output
     if (
-        window is not None
-        and not is_named_window
+        not is_named_window
         and pre_handlers is None
         and post_handlers is None
         and post is None
@@ -519,7 +518,7 @@ def plan_single_query(
 
 def _window_fusion(
     si: SingleInput,
-    window: WindowPlan,
+    window: WindowPlan | None,
     pre: Compiled | None,
     sel: SelectorPlan,
     output: Callable[[Env], Callable[[Chunk], None]],
@@ -527,9 +526,12 @@ def _window_fusion(
 ) -> WindowFusion | None:
     """The query as a keyed window operator may run it, if its window is one of those."""
     assert sel.parts is not None
-    kind, args = window.spec.name, window.args
+    kind, args = ("none", []) if window is None else (window.spec.name, window.args)
     ts_index: int | None = None
-    if kind == "length" and len(args) == 1 and isinstance(args[0], int) and args[0] >= 1:
+    size = 0
+    if kind == "none":
+        pass
+    elif kind == "length" and len(args) == 1 and isinstance(args[0], int) and args[0] >= 1:
         size = args[0]
     elif kind in ("externalTime", "externalTimeBatch") and len(args) == 2 and isinstance(args[1], int):
         ts_index = attribute_index(args[0])

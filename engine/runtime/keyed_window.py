@@ -1,6 +1,6 @@
 """A value partition whose only query is `from S[f]#window.W(...) select <aggregates>` over
 the partitioned stream, with W `length(n)`, `externalTime(ts, t)` or `externalTimeBatch(ts,
-t)`, run as one keyed operator: every key's window and aggregate slots in one dict, one
+t)`, or without a window, run as one keyed operator: every key's window and aggregate slots in one dict, one
 generated loop per chunk with the key, filter, window step and aggregates inlined.
 
 It gives what the partition of query instances gives. The partition sends each run of
@@ -125,6 +125,12 @@ buf.append((x, r))
 last = r
 last_t = t"""
 
+# ent = [slots]: no window, the aggregates of every event so far
+_NONE = """
+{add}
+last = r
+last_t = t"""
+
 # ent = [slots, batch start, batch end, latest time, last row of the batch or None, its time]
 _BATCH = """
 x = r[{ts}]
@@ -206,8 +212,8 @@ class KeyedWindow:
             step = _BATCH.format(ts=ts_index, size=size, project=_indent(project, 8), add=add)
             run_end = _RUN_END_BATCH.format(publish=_PUBLISH)
         else:
-            new = f"lambda: [{fresh}, _deque()]"
-            template = _LENGTH if window == "length" else _EXTERNAL
+            new = f"lambda: [{fresh}]" if window == "none" else f"lambda: [{fresh}, _deque()]"
+            template = {"none": _NONE, "length": _LENGTH, "externalTime": _EXTERNAL}[window]
             step = template.format(ts=ts_index, size=size, remove=_indent(remove, 4), add=add)
             run_end = _RUN_END_SLIDING.format(
                 project=_indent(project, 4), publish=textwrap.indent(_PUBLISH, "    ")
@@ -332,6 +338,8 @@ class KeyedWindow:
                 keys.append([k, slots, ent[1], ent[2], ent[3], last, ent[5]])
             elif self.window == "externalTime":
                 keys.append([k, slots, [[x, list(r)] for x, r in ent[1]]])
+            elif self.window == "none":
+                keys.append([k, slots])
             else:
                 keys.append([k, slots, [list(r) for r in ent[1]]])
         return {"keys": keys, "used": [[k, t] for k, t in self.last_used.items()]}
@@ -348,6 +356,8 @@ class KeyedWindow:
                 ent = [slots, saved[2], saved[3], saved[4], last, saved[6]]
             elif self.window == "externalTime":
                 ent = [slots, deque((x, tuple(r)) for x, r in saved[2])]
+            elif self.window == "none":
+                ent = [slots]
             else:
                 ent = [slots, deque(tuple(r) for r in saved[2])]
             self.states[key(saved[0])] = ent

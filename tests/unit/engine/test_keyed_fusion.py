@@ -2,7 +2,7 @@
 what the partition of per-key query instances gives (`fuse_partitions=False`).
 
 1. Windowed aggregates per key (runtime/keyed_window.py): `length`, `externalTime` and
-   `externalTimeBatch`, with and without a filter, with `@purge`, null keys, null values,
+   `externalTimeBatch` or no window, with and without a filter, with `@purge`, null keys, null values,
    event and external timestamps out of order, outputs read downstream or not.
 2. The sequence `every e1=S[f1], e2=S[f2]` per key (runtime/keyed_sequence.py).
 3. A snapshot taken anywhere restores exactly (tests/support/replaying.py).
@@ -49,6 +49,8 @@ WINDOWS = [
     "insert into Out;",
     "from S[v != 2.0]#window.externalTimeBatch(ts, {span} milliseconds) select sum(v) as s, "
     "eventTimestamp() as t insert into Out;",
+    "from S select k, sum(v) as s, count() as c, max(v) as mx insert into Out;",
+    "from S[v < 5.0] select avg(v) as a, v, ts insert into Out;",
 ]
 SEQUENCES = [
     "from every e1=S, e2=S[v > e1.v + 1] select e1.k as k, e1.v as a, e2.v as b insert into Out;",
@@ -236,6 +238,7 @@ def test_sequences_fuse(query: str) -> None:
         "from S#window.length(3) select k, avg(v) as a having a > 1.0 insert into Out;",
         "from S#window.length(3) select k, avg(v) as a insert all events into Out;",
         "from S#window.length(3) select k, v insert into Out;",
+        "from S select k, v insert into Out;",
         "from S#window.length(3) select k, avg(v) as a output last every 2 events insert into Out;",
         "from S#window.time(1 sec) select k, avg(v) as a insert into Out;",
         "from S#window.externalTimeBatch(ts, 1 sec, 0, 100) select k, avg(v) as a insert into Out;",
