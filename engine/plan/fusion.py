@@ -8,7 +8,7 @@ query instance per key:
   `WindowFusion`.
 
 The partition planner decides whether its partition qualifies. Imports only plan modules
-below the query planners (context, selector).
+below the query planners (context, expressions, selector, windows).
 """
 
 from __future__ import annotations
@@ -19,7 +19,11 @@ from typing import Any
 
 from engine.events import Chunk
 from engine.plan.context import Env
+from engine.plan.expressions import Compiled
 from engine.plan.selector import AggregateParts, SelectorPlan
+from engine.plan.windows import WindowPlan
+from engine.query.queries import SingleInput
+from engine.runtime.windows.shared import attribute_index
 
 Filter = Callable[[list[Any], tuple[Any, ...]], bool]
 
@@ -70,3 +74,41 @@ class WindowFusion:
 
     def fits_partition(self, partitioned: list[str]) -> bool:
         return len(partitioned) == 1 and not self.inner and self.stream == partitioned[0]
+
+
+def window_fusion(
+    si: SingleInput,
+    window: WindowPlan | None,
+    pre: Compiled | None,
+    sel: SelectorPlan,
+    output: Callable[[Env], Callable[[Chunk], None]],
+    name: str,
+) -> WindowFusion | None:
+    """The query as a keyed window operator may run it, if its window is one of those."""
+    assert sel.parts is not None
+    kind, args = ("none", []) if window is None else (window.spec.name, window.args)
+    ts_index: int | None = None
+    size = 0
+    if kind == "none":
+        pass
+    elif kind == "length" and len(args) == 1 and isinstance(args[0], int) and args[0] >= 1:
+        size = args[0]
+    elif kind in ("externalTime", "externalTimeBatch") and len(args) == 2 and isinstance(args[1], int):
+        ts_index = attribute_index(args[0])
+        if ts_index is None:
+            return None
+        size = args[1]
+    else:
+        return None
+    return WindowFusion(
+        stream=si.stream,
+        inner=si.inner,
+        window=kind,
+        size=size,
+        ts_index=ts_index,
+        filter_fast=None if pre is None else pre.fast,
+        filter_safe=None if pre is None else pre.safe,
+        parts=sel.parts,
+        output=output,
+        query=name,
+    )

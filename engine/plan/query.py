@@ -13,7 +13,7 @@ from typing import Any
 from engine.events import Chunk
 from engine.plan.context import Env, PlanContext, StreamInfo
 from engine.plan.expressions import Compiled, ExpressionCompiler, PlanError, suggest
-from engine.plan.fusion import FollowedByFusion, WindowFusion
+from engine.plan.fusion import FollowedByFusion, WindowFusion, window_fusion
 from engine.plan.ratelimits import plan_rate_limiter
 from engine.plan.scope import Scope, Source
 from engine.plan.selector import SelectorPlan, compile_selector
@@ -42,7 +42,6 @@ from engine.runtime.query import (
 )
 from engine.runtime.ratelimit import LimiterEnv, LimiterSpec
 from engine.runtime.windows.base import WindowContext
-from engine.runtime.windows.shared import attribute_index
 from engine.types import AttrType
 
 
@@ -512,46 +511,8 @@ def plan_single_query(
         and out.target not in ctx.table_infos
         and out.target not in ctx.window_infos
     ):
-        template.keyed_window = _window_fusion(si, window, pre, sel, output, name)
+        template.keyed_window = window_fusion(si, window, pre, sel, output, name)
     return template
-
-
-def _window_fusion(
-    si: SingleInput,
-    window: WindowPlan | None,
-    pre: Compiled | None,
-    sel: SelectorPlan,
-    output: Callable[[Env], Callable[[Chunk], None]],
-    name: str,
-) -> WindowFusion | None:
-    """The query as a keyed window operator may run it, if its window is one of those."""
-    assert sel.parts is not None
-    kind, args = ("none", []) if window is None else (window.spec.name, window.args)
-    ts_index: int | None = None
-    size = 0
-    if kind == "none":
-        pass
-    elif kind == "length" and len(args) == 1 and isinstance(args[0], int) and args[0] >= 1:
-        size = args[0]
-    elif kind in ("externalTime", "externalTimeBatch") and len(args) == 2 and isinstance(args[1], int):
-        ts_index = attribute_index(args[0])
-        if ts_index is None:
-            return None
-        size = args[1]
-    else:
-        return None
-    return WindowFusion(
-        stream=si.stream,
-        inner=si.inner,
-        window=kind,
-        size=size,
-        ts_index=ts_index,
-        filter_fast=None if pre is None else pre.fast,
-        filter_safe=None if pre is None else pre.safe,
-        parts=sel.parts,
-        output=output,
-        query=name,
-    )
 
 
 def _with_fallback(

@@ -51,6 +51,7 @@ def receive(chunk, checked=False):
     st = None
     for t, row in zip(chunk.ts, rows):
         r = row
+        _et = t
         k = {key}
         if k is None:
             continue
@@ -233,8 +234,6 @@ class KeyedWindow:
             filter=filt,
             step=_indent(step, 8),
         )
-        # the filter and the projection may read the event's time as `_et`
-        src = src.replace("        r = row\n        k =", "        r = row\n        _et = t\n        k =")
         self.source = src
         exec(compile(src, f"<partition {name} keyed window>", "exec"), ns)  # noqa: S102 - generated
         self.receive: Callable[..., None] = ns["receive"]

@@ -73,21 +73,24 @@ def test_a_stream_the_partition_does_not_key_reaches_every_existing_key() -> Non
     assert sorted(c.rows("Out")) == [("a",), ("b",)]
 
 
-def test_purge_drops_idle_keys() -> None:
+@pytest.mark.parametrize("fuse", [False, True], ids=["per_key", "fused"])
+def test_purge_drops_idle_keys(fuse: bool) -> None:
     plan = (
         "define stream S (k string, v int); "
         "@purge(enable='true', interval='1 sec', idle.period='2 sec') "
         "partition with (k of S) begin from S select k, count() as n insert into Out; end;"
     )
-    rt = engine.compile(plan, start_time=1000)
+    rt = engine.compile(plan, start_time=1000, fuse_partitions=fuse)
     got: list[tuple] = []
     rt.subscribe("Out", lambda evs: got.extend(tuple(e.data) for e in evs))
     for i in range(100):
         rt.send("S", [(f"k{i}", 1)], timestamps=1000 + i)
 
     def partition_state() -> list[object]:
+        """The keys the partition holds (a fused one lists them under "keys")."""
         parts = engine.runtime.state.decode(rt.snapshot())["parts"]
-        return next(p["state"] for key, p in parts.items() if key.startswith("partition:"))
+        state = next(p["state"] for key, p in parts.items() if key.startswith("partition:"))
+        return state["keys"] if fuse else state
 
     assert len(partition_state()) == 100
     rt.advance_to(10_000)
