@@ -1,13 +1,15 @@
 """Engine throughput: each workload through the embedding API vs. a hand-written
 plain-Python loop computing the same result on the same data (the CPython floor).
 
-    python scripts/bench_engine.py [--events N] [--chunk N] [--only a,b]
+    python scripts/bench_engine.py [--events N] [--chunk N] [--only a,b] [--per-key]
 
 Prints one table row per workload: events/s of the engine, of the floor, and the ratio.
 Both sides hand every output chunk to a sink. Timed runs use a sink that counts the rows and
 lets them go, as an output adapter does; keeping a million rows alive would time the garbage
 collector walking them instead. One more run of each side keeps every row, and the engine's
-rows must equal the floor's.
+rows must equal the floor's. Rows (j) to (m) are partitions by one value key, each with 10
+and with 10,000 keys; `--per-key` runs partitions as one query instance per key (the
+engine's general path) instead of the keyed operators they fuse into.
 """
 
 from __future__ import annotations
@@ -36,8 +38,11 @@ def chunks(rows: Rows, ts: list[int], size: int) -> list[tuple[Rows, list[int]]]
     return [(rows[i : i + size], ts[i : i + size]) for i in range(0, len(rows), size)]
 
 
+FUSE = {"partitions": True}  # --per-key: partitions run one query instance per key
+
+
 def run_engine(plan: str, stream: str, out: str, batches: list[tuple[Rows, list[int]]], emit: Sink) -> float:
-    rt = engine.compile(plan, start_time=batches[0][1][0])
+    rt = engine.compile(plan, start_time=batches[0][1][0], fuse_partitions=FUSE["partitions"])
     rt.subscribe_chunks(out, lambda _s, c: emit(c.rows))
     t0 = time.perf_counter()
     for rows, ts in batches:
@@ -626,7 +631,13 @@ def main() -> int:
     parser.add_argument("--keys", type=int, default=100_000, help="distinct partition keys of the memory run")
     parser.add_argument("--memory-probe", choices=["0", "1"], help=argparse.SUPPRESS)
     parser.add_argument("--no-memory", action="store_true", help="skip the partition memory run")
+    parser.add_argument(
+        "--per-key",
+        action="store_true",
+        help="partitions run one query instance per key (fuse_partitions=False)",
+    )
     args = parser.parse_args()
+    FUSE["partitions"] = not args.per_key
     if args.memory_probe is not None:
         memory_probe(args.memory_probe == "1", args.events, args.keys)
         return 0

@@ -240,7 +240,8 @@ class KeyedWindow:
         self._filter: Callable[[int, Row], bool] | None = None
         if filter_safe is not None:
             self._filter = eval(f"lambda _et, r: {filter_safe}", ns)  # noqa: S307 - generated
-        self._key: Callable[[Row], Any] = eval(f"lambda r: {key_code}", ns)  # noqa: S307 - generated
+        # the key may read the event's time as `t`, as in the partition's router
+        self._key: Callable[[int, Row], Any] = eval(f"lambda t, r: {key_code}", ns)  # noqa: S307
 
     def publish(self, ts: list[int], rows: list[Row]) -> None:
         """Outputs one by one, each the chunk a per-key selector would have emitted."""
@@ -262,8 +263,8 @@ class KeyedWindow:
         i = self.ts_index
         assert i is not None
         runs: list[list[Any]] = []  # [key, first index, index past its end]
-        for n, r in enumerate(rows):
-            k = self._key(r)
+        for n, (t, r) in enumerate(zip(ts, rows, strict=True)):
+            k = self._key(t, r)
             if k is None:
                 continue
             if runs and k == runs[-1][0]:
@@ -274,7 +275,7 @@ class KeyedWindow:
             passed = [
                 (t, r)
                 for t, r in zip(ts[start:end], rows[start:end], strict=True)
-                if self._key(r) is not None and (self._filter is None or self._filter(t, r))
+                if self._key(t, r) is not None and (self._filter is None or self._filter(t, r))
             ]
             nulls = [n for n, (_, r) in enumerate(passed) if r[i] is None]
             if not nulls:
