@@ -167,8 +167,8 @@ def _fusion(
 ) -> FollowedByFusion | WindowFusion | None:
     """The partition is one value key over S and one query on S of a shape plan/fusion.py
     describes."""
-    if len(templates) != 1 or value_key is None:
-        return None
+    if len(templates) != 1 or value_key is None or templates[0].output_stream in key_sources:
+        return None  # (a query feeding its own input runs per key, as it always did)
     fb = templates[0].followed_by
     if fb is not None and fb.fits_partition(list(key_sources)):
         return fb

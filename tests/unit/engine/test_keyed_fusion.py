@@ -246,7 +246,19 @@ def test_sequences_fuse(query: str) -> None:
         "from every e1=S, e2=S[v > e1.v] within 1 sec select e1.v as a insert into Out;",
         "from every e1=S, e2=S[v > e1.v], e3=S select e1.v as a insert into Out;",
         "from e1=S, e2=S[v > e1.v] select e1.v as a insert into Out;",
+        "from S#window.length(3) select k, avg(v) as v, ts insert into S;",
     ],
 )
 def test_other_partitions_run_per_key(query: str) -> None:
     assert shape(STREAM + f"partition with (k of S) begin {query} end;") == ""
+
+
+@examples(15)
+@given(items=timeline(null_ts=True))
+def test_a_null_external_timestamp_fails_alike_with_a_key_of_the_event_time(items: list[Item]) -> None:
+    plan = (
+        STREAM + "partition with (eventTimestamp() % 3 of S) begin "
+        "from S#window.externalTime(ts, 5 milliseconds) select avg(v) as a, count() as c insert into Out; end;"
+    )
+    assert shape(plan) == "as one keyed window operator"
+    assert _run_through_errors(plan, items, True) == _run_through_errors(plan, items, False)
