@@ -22,7 +22,9 @@ Row = tuple[Any, ...]
 Partial = list[Any]
 Filter = Callable[[Partial, Row], bool]
 
-_LOOP = """
+# what the generated loops share (keyed_sequence.py has its own body): each event's key,
+# null keys skipped, the key's last use noted for @purge
+LOOP_HEAD = """
 def receive(chunk):
     opens = op.pairs
     used = op.last_used
@@ -33,7 +35,11 @@ def receive(chunk):
     for t, r in zip(chunk.ts, chunk.rows):
         k = {key}
         if k is None{nan}:
-            continue{used}
+            continue{used}"""
+
+_LOOP = (
+    LOOP_HEAD
+    + """
         lst = opens.get(k)
         if lst:{trim}{hoist}
             keep = []
@@ -63,6 +69,7 @@ def receive(chunk):
     if completed:
         op.emit(completed)
 """
+)
 
 _TRIM = """
             if abs(lst[0][0] - t) > {within}:

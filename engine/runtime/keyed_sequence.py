@@ -13,20 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.runtime.keyed_followed_by import KeyedFollowedBy
+from engine.runtime.keyed_followed_by import LOOP_HEAD, KeyedFollowedBy
 
-_LOOP = """
-def receive(chunk):
-    opens = op.pairs
-    used = op.last_used
-    f1 = op.f1
-    f2 = op.f2
-    merge = op.merge
-    completed = []
-    for t, r in zip(chunk.ts, chunk.rows):
-        k = {key}
-        if k is None{nan}:
-            continue{used}
+_LOOP = (
+    LOOP_HEAD
+    + """
         o = opens.get(k)
         if o is not None:{trim}{hoist}
             r1 = o[1]
@@ -50,6 +41,7 @@ def receive(chunk):
     if completed:
         op.emit(completed)
 """
+)
 
 
 class KeyedSequence(KeyedFollowedBy):
