@@ -1,7 +1,8 @@
 """A value partition whose only query is `from S[f]#window.W(...) select <aggregates>` over
 the partitioned stream, with W `length(n)`, `externalTime(ts, t)` or `externalTimeBatch(ts,
-t)`, or without a window, run as one keyed operator: every key's window and aggregate slots in one dict, one
-generated loop per chunk with the key, filter, window step and aggregates inlined.
+t)`, or without a window, run as one keyed operator: every key's window and aggregate slots
+in one dict, one generated loop per chunk with the key, filter, window step and aggregates
+inlined (the aggregates' code is the selector's own, plan/selector.py `AggregateParts`).
 
 It gives what the partition of query instances gives. The partition sends each run of
 consecutive events of one key to that key's instance as one chunk, and an aggregating
