@@ -103,8 +103,10 @@ def compile(  # noqa: A001 - the documented API name
     `clock="wall"`: time is the wall clock (`wall_time()` in ms if given); call
     `Runtime.tick()` periodically to fire timers.
     `fuse_partitions=False` runs every partition as one query instance per key, even where
-    one keyed operator gives the same results faster (a partition of one
-    `every e1=S -> e2=S` query); a snapshot restores only into the same choice.
+    one keyed operator gives the same results faster (a partition by one value key of one
+    query `every e1=S -> e2=S`, `every e1=S, e2=S`, or aggregates over S with a length,
+    externalTime or externalTimeBatch window or none: see engine/plan/fusion.py); a
+    snapshot restores only into the same choice.
     """
     if clock not in ("playback", "wall"):
         msg = f"clock must be 'playback' or 'wall', not {clock!r}"

@@ -16,6 +16,11 @@ PLANS = {
     "length window": (
         "define stream S (k string, v double); partition with (k of S) begin "
         "from S#window.length(5) select k, sum(v) as t insert into O; end;",
+        False,
+    ),
+    "length, fused": (
+        "define stream S (k string, v double); partition with (k of S) begin "
+        "from S#window.length(5) select k, sum(v) as t insert into O; end;",
         True,
     ),
     "time window": (

@@ -1,13 +1,15 @@
 """Engine throughput: each workload through the embedding API vs. a hand-written
 plain-Python loop computing the same result on the same data (the CPython floor).
 
-    python scripts/bench_engine.py [--events N] [--chunk N] [--only a,b]
+    python scripts/bench_engine.py [--events N] [--chunk N] [--only a,b] [--per-key]
 
 Prints one table row per workload: events/s of the engine, of the floor, and the ratio.
 Both sides hand every output chunk to a sink. Timed runs use a sink that counts the rows and
 lets them go, as an output adapter does; keeping a million rows alive would time the garbage
 collector walking them instead. One more run of each side keeps every row, and the engine's
-rows must equal the floor's.
+rows must equal the floor's. Rows (j) to (m) are partitions by one value key, each with 10
+and with 10,000 keys; `--per-key` runs partitions as one query instance per key (the
+engine's general path) instead of the keyed operators they fuse into.
 """
 
 from __future__ import annotations
@@ -36,8 +38,11 @@ def chunks(rows: Rows, ts: list[int], size: int) -> list[tuple[Rows, list[int]]]
     return [(rows[i : i + size], ts[i : i + size]) for i in range(0, len(rows), size)]
 
 
+FUSE = {"partitions": True}  # --per-key: partitions run one query instance per key
+
+
 def run_engine(plan: str, stream: str, out: str, batches: list[tuple[Rows, list[int]]], emit: Sink) -> float:
-    rt = engine.compile(plan, start_time=batches[0][1][0])
+    rt = engine.compile(plan, start_time=batches[0][1][0], fuse_partitions=FUSE["partitions"])
     rt.subscribe_chunks(out, lambda _s, c: emit(c.rows))
     t0 = time.perf_counter()
     for rows, ts in batches:
@@ -337,7 +342,167 @@ def w_incremental(n: int, size: int) -> tuple[str, Any, Any]:
     return "(i) incremental aggregation sec...year", engine_run, floor
 
 
-WORKLOADS = {
+# ---- per key: partitions by one value key (10 keys, then 10,000 keys) ---------------------
+# The engine sends each chunk to the partition, which sends each run of consecutive events of
+# one key to that key's queries as one chunk: an aggregating selector emits once per run (its
+# last event), a pattern once per match. The floors compute exactly that by hand.
+
+
+def _keyed_rows(seed: int, n: int, keys: int) -> tuple[Rows, list[int]]:
+    rng = random.Random(seed)
+    rows = [(rng.randrange(keys), round(rng.random() * 100.0, 2), 1000 + i) for i in range(n)]
+    return rows, [1000 + i for i in range(n)]
+
+
+def w_keyed_length(n: int, size: int, keys: int) -> tuple[str, Any, Any]:
+    rows, ts = _keyed_rows(10, n, keys)
+    batches = chunks(rows, ts, size)
+    plan = """
+    define stream S (k int, v double, ts long);
+    partition with (k of S) begin
+      from S#window.length(100) select k, avg(v) as a insert into Out;
+    end;
+    """
+
+    def floor(emit: Sink) -> None:
+        wins: dict[int, list[Any]] = {}
+        for rows_, _ in batches:
+            out: list[Any] = []
+            run_key = None
+            last = None
+            for k, v, _x in rows_:
+                if k != run_key:
+                    if last is not None:
+                        out.append(last)
+                    run_key = k
+                st = wins.get(k)
+                if st is None:
+                    st = wins[k] = [deque(), 0.0, 0]
+                buf = st[0]
+                if len(buf) == 100:
+                    st[1] -= buf.popleft()
+                    st[2] -= 1
+                buf.append(v)
+                st[1] += v
+                st[2] += 1
+                last = (k, st[1] / st[2])
+            if last is not None:
+                out.append(last)
+            emit(out)
+
+    label = f"(j) length(100) avg, {keys:,} keys"
+    return label, lambda emit: run_engine(plan, "S", "Out", batches, emit), floor
+
+
+def w_keyed_external(n: int, size: int, keys: int) -> tuple[str, Any, Any]:
+    rows, ts = _keyed_rows(11, n, keys)
+    batches = chunks(rows, ts, size)
+    plan = """
+    define stream S (k int, v double, ts long);
+    partition with (k of S) begin
+      from S#window.externalTime(ts, 1 min) select k, avg(v) as a insert into Out;
+    end;
+    """
+
+    def floor(emit: Sink) -> None:
+        wins: dict[int, list[Any]] = {}
+        for rows_, _ in batches:
+            out: list[Any] = []
+            run_key = None
+            last = None
+            for k, v, x in rows_:
+                if k != run_key:
+                    if last is not None:
+                        out.append(last)
+                    run_key = k
+                st = wins.get(k)
+                if st is None:
+                    st = wins[k] = [deque(), 0.0, 0]
+                buf = st[0]
+                while buf and buf[0][0] + 60_000 <= x:
+                    st[1] -= buf.popleft()[1]
+                    st[2] -= 1
+                buf.append((x, v))
+                st[1] += v
+                st[2] += 1
+                last = (k, st[1] / st[2])
+            if last is not None:
+                out.append(last)
+            emit(out)
+
+    label = f"(k) externalTime(1 min) avg, {keys:,} keys"
+    return label, lambda emit: run_engine(plan, "S", "Out", batches, emit), floor
+
+
+def w_keyed_external_batch(n: int, size: int, keys: int) -> tuple[str, Any, Any]:
+    rows, ts = _keyed_rows(12, n, keys)
+    batches = chunks(rows, ts, size)
+    plan = """
+    define stream S (k int, v double, ts long);
+    partition with (k of S) begin
+      from S#window.externalTimeBatch(ts, 10 sec) select k, avg(v) as a insert into Out;
+    end;
+    """
+
+    def floor(emit: Sink) -> None:
+        # per key: [batch start, batch end, latest time, sum, count]
+        wins: dict[int, list[Any]] = {}
+        for rows_, _ in batches:
+            out: list[Any] = []
+            for k, v, x in rows_:
+                st = wins.get(k)
+                if st is None:
+                    st = wins[k] = [x, x + 10_000, x, 0.0, 0]
+                if x > st[2]:
+                    st[2] = x
+                if x >= st[1]:
+                    if st[4]:
+                        out.append((k, st[3] / st[4]))
+                    st[3] = 0.0
+                    st[4] = 0
+                    st[1] = st[2] + (10_000 - (st[2] - st[0]) % 10_000)
+                st[3] += v
+                st[4] += 1
+            emit(out)
+
+    label = f"(l) externalTimeBatch(10 sec) avg, {keys:,} keys"
+    return label, lambda emit: run_engine(plan, "S", "Out", batches, emit), floor
+
+
+def w_keyed_sequence(n: int, size: int, keys: int) -> tuple[str, Any, Any]:
+    rows, ts = _keyed_rows(13, n, keys)
+    batches = chunks(rows, ts, size)
+    plan = """
+    define stream S (k int, temp double, ts long);
+    partition with (k of S) begin
+      from every e1=S, e2=S[temp > e1.temp + 1]
+      select e1.k as k, e1.temp as t1, e2.temp as t2 insert into Out;
+    end;
+    """
+
+    def floor(emit: Sink) -> None:
+        previous: dict[int, float] = {}
+        for rows_, _ in batches:
+            out: list[Any] = []
+            for k, temp, _x in rows_:
+                before = previous.get(k)
+                if before is not None and temp > before + 1:
+                    out.append((k, before, temp))
+                previous[k] = temp
+            emit(out)
+
+    label = f"(m) sequence A,B rising temp, {keys:,} keys"
+    return label, lambda emit: run_engine(plan, "S", "Out", batches, emit), floor
+
+
+def per_key(workload: Callable[[int, int, int], tuple[str, Any, Any]]) -> list[Callable[[int, int], Any]]:
+    return [
+        lambda n, size: workload(n, size, 10),
+        lambda n, size: workload(n, size, 10_000),
+    ]
+
+
+WORKLOADS: dict[str, Callable[[int, int], Any] | list[Callable[[int, int], Any]]] = {
     "a": w_filter,
     "b": w_sliding_avg,
     "c": w_time_sum,
@@ -347,6 +512,10 @@ WORKLOADS = {
     "g": w_join,
     "h": w_upsert,
     "i": w_incremental,
+    "j": per_key(w_keyed_length),
+    "k": per_key(w_keyed_external),
+    "l": per_key(w_keyed_external_batch),
+    "m": per_key(w_keyed_sequence),
 }
 
 
@@ -408,7 +577,8 @@ def memory_probe(purge: bool, events: int, keys: int) -> None:
             batch = []
     rt.advance_to(t + 5000)
     parts = state.decode(rt.snapshot())["parts"]
-    live = len(next(p["state"] for key, p in parts.items() if key.startswith("partition:")))
+    held = next(p["state"] for key, p in parts.items() if key.startswith("partition:"))
+    live = len(held["keys"] if isinstance(held, dict) else held)  # a fused partition lists "keys"
     print(f"{peak_rss_mb(resource):.0f} {live}")
 
 
@@ -461,7 +631,13 @@ def main() -> int:
     parser.add_argument("--keys", type=int, default=100_000, help="distinct partition keys of the memory run")
     parser.add_argument("--memory-probe", choices=["0", "1"], help=argparse.SUPPRESS)
     parser.add_argument("--no-memory", action="store_true", help="skip the partition memory run")
+    parser.add_argument(
+        "--per-key",
+        action="store_true",
+        help="partitions run one query instance per key (fuse_partitions=False)",
+    )
     args = parser.parse_args()
+    FUSE["partitions"] = not args.per_key
     if args.memory_probe is not None:
         memory_probe(args.memory_probe == "1", args.events, args.keys)
         return 0
@@ -473,10 +649,14 @@ def main() -> int:
     print(
         f"yardstick: a plain list comprehension filters {yardstick(args.events, args.chunk):,.0f} events/s here"
     )
-    print(f"{'workload':34} {'engine ev/s':>14} {'floor ev/s':>14} {'ratio':>7}")
+    print(f"{'workload':44} {'engine ev/s':>14} {'floor ev/s':>14} {'ratio':>7}")
     failed = False
+    runs = []
     for key in chosen:
-        label, eng, floor = WORKLOADS[key](args.events, args.chunk)
+        entry = WORKLOADS[key]
+        runs += entry if isinstance(entry, list) else [entry]
+    for make in runs:
+        label, eng, floor = make(args.events, args.chunk)
         same = _same(collected(eng), collected(floor))
         e_time, e_rows = best_time(eng, args.repeat)
         f_time, f_rows = best_time(floor, args.repeat)
@@ -484,7 +664,7 @@ def main() -> int:
         failed |= not same
         e_rate, f_rate = args.events / e_time, args.events / f_time
         note = "" if same else "  RESULTS DIFFER"
-        print(f"{label:34} {e_rate:14,.0f} {f_rate:14,.0f} {e_rate / f_rate:7.2f}{note}")
+        print(f"{label:44} {e_rate:14,.0f} {f_rate:14,.0f} {e_rate / f_rate:7.2f}{note}")
     if not args.no_memory and not args.only:
         memory_table(args.events, args.keys)
     return 1 if failed else 0

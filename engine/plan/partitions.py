@@ -10,13 +10,15 @@ from engine.compiler.stream import TIME_UNITS_MS
 from engine.events import Chunk
 from engine.plan.context import Env, PlanContext, StreamInfo
 from engine.plan.expressions import PlanError
-from engine.plan.fusion import FollowedByFusion
+from engine.plan.fusion import FollowedByFusion, WindowFusion
 from engine.plan.query import PlanQuery, QueryTemplate
 from engine.plan.scope import Scope, Source
 from engine.query.definitions import find_annotation
 from engine.query.queries import Partition, RangePartition
 from engine.runtime.junction import Junction
 from engine.runtime.keyed_followed_by import KeyedFollowedBy
+from engine.runtime.keyed_sequence import KeyedSequence
+from engine.runtime.keyed_window import KeyedWindow
 from engine.runtime.partition import PartitionInstance, PartitionRuntime, owner_prefix
 from engine.types import AttrType
 
@@ -30,13 +32,57 @@ class PartitionPlan:
     namespace: dict[str, Any]
     purge: tuple[int, int] | None
     value_key: str | None = None  # code of the key when the partition is one value key
-    fusion: FollowedByFusion | None = None  # run as one keyed operator (see plan/fusion.py)
+    fusion: FollowedByFusion | WindowFusion | None = None  # run as one keyed operator (plan/fusion.py)
+
+    @property
+    def shape(self) -> str:
+        """How the partition runs, where that changes its state's form: each fused operator
+        keeps its state in a shape of its own (a snapshot restores only into the same)."""
+        if self.fusion is None:
+            return ""
+        if isinstance(self.fusion, WindowFusion):
+            return "as one keyed window operator"
+        if self.fusion.sequence:
+            return "as one keyed sequence operator"
+        return "as one keyed operator"
 
     @property
     def state_key(self) -> str:
         """Where the runtime's snapshot keeps this partition: the fused operator's state has
         its own shape, so it has its own key."""
-        return f"partition/{self.name}" if self.fusion is None else f"partition/{self.name}/fused"
+        if self.fusion is None:
+            return f"partition/{self.name}"
+        if isinstance(self.fusion, WindowFusion):
+            return f"partition/{self.name}/fused-window"
+        return f"partition/{self.name}/fused" + ("-sequence" if self.fusion.sequence else "")
+
+    def _fused_window(
+        self, wf: WindowFusion, env: Env, junctions: dict[str, Junction], consumed: set[str]
+    ) -> KeyedWindow:
+        stream = next(iter(self.key_sources))
+        parts = wf.parts
+        op = KeyedWindow(
+            self.name,
+            wf.query,
+            self.value_key or "None",
+            wf.window,
+            wf.size,
+            wf.ts_index,
+            wf.filter_fast,
+            wf.filter_safe,
+            parts.init,
+            parts.add,
+            parts.remove,
+            parts.project,
+            wf.output(env),
+            self.templates[0].output_stream not in consumed,
+            env.scheduler,
+            env.now,
+            self.purge,
+            self.namespace,
+        )
+        junctions[stream].receivers.append(op.receive)
+        return op
 
     def _fused(
         self, fb: FollowedByFusion, env: Env, junctions: dict[str, Junction], consumed: set[str]
@@ -50,7 +96,7 @@ class PartitionPlan:
             if res is not None:
                 out(res)
 
-        op = KeyedFollowedBy(
+        op = (KeyedSequence if fb.sequence else KeyedFollowedBy)(
             self.name,
             self.value_key or "None",
             fb.f1,
@@ -71,6 +117,8 @@ class PartitionPlan:
         return op
 
     def build(self, env: Env, junctions: dict[str, Junction], consumed: set[str] | None = None) -> Any:
+        if isinstance(self.fusion, WindowFusion):
+            return self._fused_window(self.fusion, env, junctions, consumed or set())
         if self.fusion is not None:
             return self._fused(self.fusion, env, junctions, consumed or set())
         routers = {}
@@ -116,12 +164,16 @@ class PartitionPlan:
 
 def _fusion(
     templates: list[QueryTemplate], key_sources: dict[str, str], value_key: str | None
-) -> FollowedByFusion | None:
-    """The partition is one value key over S and one `every e1=S -> e2=S` query on S."""
-    if len(templates) != 1 or value_key is None:
-        return None
+) -> FollowedByFusion | WindowFusion | None:
+    """The partition is one value key over S and one query on S of a shape plan/fusion.py
+    describes."""
+    if len(templates) != 1 or value_key is None or templates[0].output_stream in key_sources:
+        return None  # (a query feeding its own input runs per key, as it always did)
     fb = templates[0].followed_by
-    return fb if fb is not None and fb.fits_partition(list(key_sources)) else None
+    if fb is not None and fb.fits_partition(list(key_sources)):
+        return fb
+    wf = templates[0].keyed_window
+    return wf if wf is not None and wf.fits_partition(list(key_sources)) else None
 
 
 def _value_router(key: str) -> str:
@@ -182,7 +234,7 @@ def plan_partition(
     ctx: PlanContext, partition: Partition, name: str, plan_query: PlanQuery, fuse: bool = True
 ) -> PartitionPlan:
     """`plan_query` plans each inner query (the planner's own, handed down); `fuse` lets a
-    partition of one `every e1=S -> e2=S` query run as one keyed operator."""
+    partition of one query of a shape plan/fusion.py describes run as one keyed operator."""
     comp = ctx.compiler()
     key_sources: dict[str, str] = {}
     value_keys: list[str] = []

@@ -390,7 +390,8 @@ def _plan_state_query(
     template = query_template(query, name, build, streams)
     out = query.output
     plain = plain_selection(query, sel) and current_on and not expired_on
-    if fast and limiter is None and plain and isinstance(out, InsertInto) and not out.inner:
+    fusable = fast or (FAST_PATHS and _followed_by_shape(si, leaves, "sequence"))
+    if fusable and limiter is None and plain and isinstance(out, InsertInto) and not out.inner:
         e1, e2 = leaves
         template.followed_by = FollowedByFusion(
             streams=(e1.stream, e2.stream),
@@ -404,6 +405,7 @@ def _plan_state_query(
             selector=sel,
             output=output,
             project_fast=_inline_projection(sel.projection_fast),
+            sequence=sequence,
         )
     return template
 
@@ -411,11 +413,12 @@ def _plan_state_query(
 FAST_PATHS = True  # tests switch this off to compare the fast paths with the general machine
 
 
-def _followed_by_shape(si: StateInput, leaves: list[Leaf]) -> bool:
-    """`every e1=A[..] -> e2=B[..] [within T]`: plain stream states, a pattern."""
+def _followed_by_shape(si: StateInput, leaves: list[Leaf], kind: str = "pattern") -> bool:
+    """`every e1=A[..] -> e2=B[..] [within T]`: plain stream states, a pattern (or, with
+    `kind="sequence"`, the sequence `every e1=A[..], e2=B[..]`)."""
     root = si.root
     return (
-        si.kind == "pattern"
+        si.kind == kind
         and isinstance(root, NextState)
         and isinstance(root.first, EveryState)
         and type(root.first.inner) is StreamState

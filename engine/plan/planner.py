@@ -325,8 +325,7 @@ def _partition_spec(fp: Fingerprints, element: Partition, plan: PartitionPlan) -
     name = info.get("name") if info else None
     key = f"partition:{name}" if name else f"partition:#{text}"
     label = f"partition '{name}'" if name else f"unnamed partition '{fp.excerpt(element.span)}'"
-    shape = "" if plan.fusion is None else "as one keyed operator"
-    return PartSpec(key, label, text, fp.schemas(inputs), fp.schemas(outputs), shape)
+    return PartSpec(key, label, text, fp.schemas(inputs), fp.schemas(outputs), plan.shape)
 
 
 def _unique_keys(parts: list[Part]) -> None:

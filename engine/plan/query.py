@@ -13,7 +13,7 @@ from typing import Any
 from engine.events import Chunk
 from engine.plan.context import Env, PlanContext, StreamInfo
 from engine.plan.expressions import Compiled, ExpressionCompiler, PlanError, suggest
-from engine.plan.fusion import FollowedByFusion
+from engine.plan.fusion import FollowedByFusion, WindowFusion, window_fusion
 from engine.plan.ratelimits import plan_rate_limiter
 from engine.plan.scope import Scope, Source
 from engine.plan.selector import SelectorPlan, compile_selector
@@ -69,6 +69,7 @@ class QueryTemplate:
     build: Callable[[Env], Built]
     input_streams: list[tuple[str, bool]]
     followed_by: FollowedByFusion | None = None  # what a partition may fuse (plan/fusion.py)
+    keyed_window: WindowFusion | None = None  # likewise
 
 
 # Plans one query, in a partition (`inner`: its inner streams) or not: the planner's own,
@@ -496,7 +497,22 @@ def plan_single_query(
         head = chain(*stages)
         return Built([QueryInput(si.stream, si.inner, head.process)], states, starts)
 
-    return query_template(query, name, build, [(si.stream, si.inner)])
+    template = query_template(query, name, build, [(si.stream, si.inner)])
+    out = query.output
+    if (
+        not is_named_window
+        and pre_handlers is None
+        and post_handlers is None
+        and post is None
+        and limiter is None
+        and sel.parts is not None
+        and isinstance(out, InsertInto)
+        and not out.inner
+        and out.target not in ctx.table_infos
+        and out.target not in ctx.window_infos
+    ):
+        template.keyed_window = window_fusion(si, window, pre, sel, output, name)
+    return template
 
 
 def _with_fallback(

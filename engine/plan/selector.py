@@ -44,6 +44,22 @@ class SelectorPlan:
     agg_positions: list[int] = field(default_factory=list)
     source: str = ""
     projection_fast: list[str] = field(default_factory=list)
+    # the aggregation as code pieces, for a keyed operator's own loop (plan/fusion.py)
+    parts: AggregateParts | None = None
+
+
+@dataclass(frozen=True)
+class AggregateParts:
+    """An aggregating selector without group by, having, order, limit or offset, that emits
+    current events only and batches (the last event of each chunk it is given), as code:
+    `add` and `remove` update the slot list `st` for the row `r`; `project` sets `o` from
+    `st`, the row `r` and its time `_et`; `init` are the slots' initial values."""
+
+    init: tuple[str, ...]
+    add: str
+    remove: str
+    project: str
+    has_objects: bool
 
 
 def compile_selector(
@@ -131,7 +147,53 @@ def compile_selector(
         agg_positions=agg_positions,
         source=src,
         projection_fast=[c.fast for c in outputs],
+        parts=_parts(
+            outputs, aggs, group_keys, having, order, limit, offset, current_on, expired_on, batching
+        ),
     )
+
+
+def _parts(
+    outputs: list[Compiled],
+    aggs: list[_Agg],
+    group_keys: list[Compiled],
+    having: Compiled | None,
+    order: list[tuple[int, bool]],
+    limit: int | None,
+    offset: int | None,
+    current_on: bool,
+    expired_on: bool,
+    batching: bool,
+) -> AggregateParts | None:
+    """The pieces `process_length` is made of, when the selector has that shape."""
+    if (
+        not aggs
+        or group_keys
+        or having is not None
+        or order
+        or limit is not None
+        or offset is not None
+        or not current_on
+        or expired_on
+        or not batching
+        or any(a.arg is not None and _ET.search(a.arg.fast) for a in aggs)
+    ):
+        return None
+
+    def update(kind: int) -> str:
+        lines: list[str] = []
+        for agg in aggs:
+            if agg.arg is not None and agg.code.needs_arg:
+                lines.extend(_guarded("v", agg.arg.fast, agg.arg.safe, ""))
+            lines.append(_subst(agg.code.add if kind == 0 else agg.code.remove, agg.base))
+        return "\n".join(lines)
+
+    project = "\n".join(
+        _guarded("o", _tuple([c.fast for c in outputs]), _tuple([c.safe for c in outputs]), "")
+    )
+    init = tuple(s for a in aggs for s in a.code.init)
+    has_objects = any(a.code.init[0].startswith("_agg_") for a in aggs)
+    return AggregateParts(init, update(0), update(1), project, has_objects)
 
 
 def _outputs(
@@ -521,4 +583,4 @@ def _tuple(items: list[str]) -> str:
     return "(" + ", ".join(items) + ")"
 
 
-__all__ = ["SelectorPlan", "compile_selector", "Variable"]
+__all__ = ["AggregateParts", "SelectorPlan", "compile_selector", "Variable"]

@@ -88,7 +88,9 @@ class Scheduler:
         """Forget every owner whose id starts with `prefix`; their timers become no-ops."""
         for owner in [o for o in self._owners if o.startswith(prefix)]:
             del self._owners[owner]
-        self._heap = [e for e in self._heap if not e[2].startswith(prefix)]
+        # in place: a timer firing now (a partition's purge) may call this, and `fire_until`
+        # must see the timers it schedules next in the heap it is working through
+        self._heap[:] = [e for e in self._heap if not e[2].startswith(prefix)]
         heapq.heapify(self._heap)
 
     def notify_at(self, due: int, owner: str) -> None:
@@ -112,7 +114,7 @@ class Scheduler:
 
     def discard(self, owned: Callable[[str], bool]) -> None:
         """Drop the pending timers whose owner id `owned` accepts."""
-        self._heap = [e for e in self._heap if not owned(e[2])]
+        self._heap[:] = [e for e in self._heap if not owned(e[2])]
         heapq.heapify(self._heap)
 
     def restore(self, timers: Any) -> None:

@@ -22,7 +22,9 @@ Row = tuple[Any, ...]
 Partial = list[Any]
 Filter = Callable[[Partial, Row], bool]
 
-_LOOP = """
+# what the generated loops share (keyed_sequence.py has its own body): each event's key,
+# null keys skipped, the key's last use noted for @purge
+LOOP_HEAD = """
 def receive(chunk):
     opens = op.pairs
     used = op.last_used
@@ -33,7 +35,11 @@ def receive(chunk):
     for t, r in zip(chunk.ts, chunk.rows):
         k = {key}
         if k is None{nan}:
-            continue{used}
+            continue{used}"""
+
+_LOOP = (
+    LOOP_HEAD
+    + """
         lst = opens.get(k)
         if lst:{trim}{hoist}
             keep = []
@@ -63,6 +69,7 @@ def receive(chunk):
     if completed:
         op.emit(completed)
 """
+)
 
 _TRIM = """
             if abs(lst[0][0] - t) > {within}:
@@ -110,6 +117,8 @@ def _hoisted(test: str) -> tuple[str, str]:
 
 
 class KeyedFollowedBy:
+    loop = _LOOP  # the generated loop's template (keyed_sequence.py has its own)
+
     def __init__(
         self,
         name: str,
@@ -149,7 +158,7 @@ class KeyedFollowedBy:
         full = f2_fast or "True"
         reduced = _without_key_test(full, key_code)
         test, hoist = _hoisted(reduced)
-        src = _LOOP.format(
+        src = self.loop.format(
             key=key_code,
             # a NaN key's bucket holds NaN keys, yet `e1.k == k` never holds for them
             nan=" or k != k" if reduced != full else "",
@@ -161,7 +170,7 @@ class KeyedFollowedBy:
         )
         ns = dict(namespace)
         ns["op"] = self
-        exec(compile(src, f"<partition {name} followed-by>", "exec"), ns)  # noqa: S102 - generated
+        exec(compile(src, f"<partition {name} {type(self).__name__}>", "exec"), ns)  # noqa: S102 - generated
         self.receive: Callable[[Chunk], None] = ns["receive"]
         self.out = out
         self.project: Callable[[list[Any]], list[Row]] | None = None

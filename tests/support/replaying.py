@@ -9,7 +9,9 @@ from typing import Any
 import engine
 from engine.events import EXPIRED, RESET, Chunk
 
-Item = dict[str, Any]  # {"stream", "timestamp", "data"} or {"time"}
+# {"stream", "timestamp", "data"}: one event; {"stream", "timestamps", "rows"}: one chunk;
+# {"time"}: the clock moves on
+Item = dict[str, Any]
 
 
 class Collector:
@@ -36,7 +38,9 @@ def attach(rt: engine.Runtime) -> Collector:
 
 def feed(rt: engine.Runtime, items: Sequence[Item]) -> None:
     for item in items:
-        if "stream" in item:
+        if "rows" in item:
+            rt.send(item["stream"], [tuple(r) for r in item["rows"]], timestamps=item["timestamps"])
+        elif "stream" in item:
             rt.send(item["stream"], [tuple(item["data"])], timestamps=item["timestamp"])
         else:
             rt.advance_to(item["time"])
