@@ -31,7 +31,7 @@ from app.node import heap
 from app.node.auth import Credentials, LoginThrottle, ThrottleSettings
 from app.node.catalog import StreamCatalog
 from app.node.cluster import Cluster, ClusterSettings
-from app.node.errors import NodeError
+from app.node.errors import NodeError, StateDoesNotFit
 from app.node.http_api import login_refusal
 from app.node.http_limits import Limits
 from app.node.http_screen import address_lockout
@@ -166,11 +166,18 @@ class Node:
             RegistryLeases(self.registry),
             RegistryMembers(self.registry),
             emit=self.outputs.emit,
-            install=lambda name, blob: self.plans.replace_state(name, blob),
+            install=self._install_notifiers_state,
             flush=self.outputs.flush,
             # records that may not reach the sink: refused by a fence, or dropped from a full buffer
             fenced=lambda: sum(s.fenced + s.overflow + s.abandoned for s in self.outputs.stats().values()),
         )
+
+    def _install_notifiers_state(self, name: str, blob: bytes) -> None:
+        """A standby of redundant plan `name` takes its notifier's state: all of it, or it is no
+        copy of the notifier (`StateDoesNotFit`)."""
+        report = self.plans.replace_state(name, blob)
+        if report.fresh or report.unfit:
+            raise StateDoesNotFit(name, [*report.fresh, *(part for part, _ in report.unfit)])
 
     # ---- start -------------------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from app.node.errors import StateDoesNotFit
 from app.node.gate import OutputGate
 from app.node.journal import NotLeading, PlanJournal, Provenance
 from app.node.peers import Connection, Header, PeerClosed, PeerError
@@ -49,6 +50,7 @@ from ha.ports import LogPosition
 log = logging.getLogger(__name__)
 
 MAX_QUEUED = 200_000  # records a standby may be behind before it is dropped
+STATE_RETRY_SECONDS = 10.0  # before a standby asks again for a state that did not fit
 
 
 class _Subscriber:
@@ -390,6 +392,10 @@ class Follower:
                     self.ended_live = self.live
                 if not isinstance(exc, PeerClosed):
                     log.warning("plan %s: following the notifier at %s: %s", self.journal.plan, address, exc)
+            except StateDoesNotFit as exc:  # asking again at once would not help
+                self.ended_live = False
+                log.warning("%s (asking again in %.0f s)", exc, STATE_RETRY_SECONDS)
+                self._stop.wait(STATE_RETRY_SECONDS)
             except Exception as exc:  # a record it could not apply: it has a gap
                 self.ended_live = False
                 if isinstance(exc, InputLogError):

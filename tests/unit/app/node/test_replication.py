@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from app.node.errors import StateDoesNotFit
 from app.node.gate import OutputGate
 from app.node.journal import Provenance
 from app.node.peers import Connection, PeerServer, connect
@@ -355,6 +356,49 @@ def test_a_standby_whose_plan_was_redeployed_takes_the_notifiers_state_once_both
         notifier.do(OPS[8:])
         wait(lambda: standby.journal.position == notifier.journal.position, "the standby to catch up")
         assert standby.runtime.snapshot() == notifier.runtime.snapshot()
+    finally:
+        follower.stop()
+        server.stop()
+
+
+def test_a_standby_whose_state_does_not_fit_the_notifiers_is_not_eligible_and_asks_again_later(
+    tmp_path: Path,
+) -> None:
+    """Members on different versions (a rolling upgrade that changed a state's shape): the
+    standby cannot be a copy of the notifier, so it never counts itself able to take over, and
+    it does not ask for the whole state again and again."""
+    notifier = Run(tmp_path / "a", Wall(OPS[0][0]))
+    sequencer = Sequencer(notifier.journal, OutputGate("p", no_outputs))
+    notifier.journal.lead(1, sequencer)
+    notifier.do(OPS[:4])
+
+    def serve(connection: Connection) -> None:
+        request, _ = connection.recv()
+        sequencer.serve(connection, request)
+
+    server = PeerServer("127.0.0.1", 0, "a", SECRET, serve)
+    server.start()
+    standby = Run(tmp_path / "b", Wall(10**12))
+    standby.journal.follow(None)
+    attempts: list[float] = []
+
+    def install(blob: bytes) -> None:
+        attempts.append(time.monotonic())
+        raise StateDoesNotFit("p", ["query 'sliding'"])
+
+    follower = Follower(
+        standby.journal,
+        OutputGate("p", no_outputs),
+        notifier=lambda: f"127.0.0.1:{server.port}",
+        connect=lambda address: connect(address, "b", "replicate", SECRET),
+        install=install,
+    )
+    try:
+        follower.start()
+        wait(lambda: len(attempts) == 1, "the standby to try the notifier's state")
+        time.sleep(1.0)
+        assert len(attempts) == 1
+        assert not follower.live and not follower.caught_up
     finally:
         follower.stop()
         server.stop()
