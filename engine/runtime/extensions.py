@@ -1,0 +1,251 @@
+"""Run-time side of the `str:`, `time:` and `math:` functions (siddhi-execution-string, -time,
+-math, which every WSO2 CEP/SP/SI pack shipped). Each mirrors the extension's `execute`:
+where the extension throws a SiddhiAppRuntimeException these raise ValueError, which fails
+the chunk as a processing error naming the query."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import re
+import struct
+from functools import lru_cache
+from typing import Any
+
+from engine.runtime import java_dates
+from engine.runtime.helpers import java_number_str
+from engine.types import f32
+
+DEFAULT_DATE_FORMAT = "yyyy-MM-dd HH:mm:ss.SSS"
+TIME_UNITS = ("YEAR", "MONTH", "SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "QUARTER")
+
+# ---- str: ---------------------------------------------------------------------------
+
+
+def _java_str(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return java_number_str(v)
+    return str(v)
+
+
+def str_concat(*values: Any) -> str:
+    """Null arguments are skipped, as StringBuilder appends of the non-null ones."""
+    return "".join(_java_str(v) for v in values if v is not None)
+
+
+def _need(value: Any, fn: str, which: str = "The argument") -> Any:
+    if value is None:
+        msg = f"Invalid input given to str:{fn}() function. {which} cannot be null"
+        raise ValueError(msg)
+    return value
+
+
+def str_length(s: Any) -> int:
+    return len(_need(s, "length"))
+
+
+def str_lower(s: Any) -> str:
+    return str(_need(s, "lower")).lower()
+
+
+def str_upper(s: Any) -> str:
+    return str(_need(s, "upper")).upper()
+
+
+def str_contains(s: Any, part: Any) -> bool:
+    if s is None:
+        return False
+    return _need(part, "contains", "Second argument") in s
+
+
+def str_char_at(s: Any, i: Any) -> str:
+    _need(s, "charat", "First argument")
+    _need(i, "charat", "Second argument")
+    if not 0 <= i < len(s):
+        msg = f"Index argument {i} is negative or not less than the length of the given string {s}"
+        raise ValueError(msg)
+    return str(s[i])
+
+
+def str_strcmp(a: Any, b: Any) -> int:
+    """Java's String.compareTo: the first differing char's difference, else the length's."""
+    _need(a, "strcmp", "First argument")
+    _need(b, "strcmp", "Second argument")
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            return ord(x) - ord(y)
+    return len(a) - len(b)
+
+
+@lru_cache(maxsize=256)
+def java_regex(pattern: str) -> re.Pattern[str]:
+    """A Java regex as a Python one (the common subset: possessive and atomic forms aside)."""
+    return re.compile(pattern)
+
+
+def _substring(s: str, begin: int, end: int | None = None) -> str:
+    stop = len(s) if end is None else end
+    if begin < 0 or stop > len(s) or begin > stop:
+        msg = f"begin {begin}, end {stop}, length {len(s)}"
+        raise ValueError(msg)
+    return s[begin:stop]
+
+
+def str_substr(s: Any, a: Any, b: Any = None, three: bool = False) -> str:
+    """`substr(s, begin)`, `substr(s, begin, length)`, `substr(s, regex)` (the first match, or
+    ''), `substr(s, regex, group)`."""
+    _need(s, "substr", "First argument")
+    _need(a, "substr", "Second argument")
+    if three:
+        _need(b, "substr", "Third argument")
+    if isinstance(a, str):
+        m = java_regex(a).search(s)
+        if m is None:
+            return ""
+        return m.group(b if three else 0) or ""
+    return _substring(s, a, a + b if three else None)
+
+
+# ---- math: --------------------------------------------------------------------------
+
+
+def math_ceil(v: Any) -> float | None:
+    return None if v is None else float(math.ceil(v)) if math.isfinite(v) else float(v)
+
+
+def math_floor(v: Any) -> float | None:
+    return None if v is None else float(math.floor(v)) if math.isfinite(v) else float(v)
+
+
+def math_round(v: Any) -> int | None:
+    """Java's Math.round: floor(v + 0.5); NaN gives 0."""
+    if v is None:
+        return None
+    if v != v:
+        return 0
+    if not math.isfinite(v):
+        return 2**63 - 1 if v > 0 else -(2**63)
+    return int(math.floor(v + 0.5))
+
+
+def math_power(a: Any, b: Any) -> float | None:
+    if a is None or b is None:
+        return None
+    try:
+        return float(math.pow(a, b))
+    except (OverflowError, ValueError):
+        return math.inf if a > 0 else math.nan
+
+
+def math_ln(v: Any) -> float | None:
+    if v is None:
+        return None
+    if v == 0:
+        return -math.inf
+    if v < 0 or v != v:
+        return math.nan
+    return math.log(v)
+
+
+def math_get_exponent(v: Any) -> int | None:
+    """Java's Math.getExponent(double): the unbiased binary exponent."""
+    if v is None:
+        return None
+    bits = int(struct.unpack(">q", struct.pack(">d", float(v)))[0])
+    return ((bits >> 52) & 0x7FF) - 1023
+
+
+def math_parse_long(s: Any) -> int | None:
+    if s is None:
+        return None
+    if not re.fullmatch(r"[+-]?\d+", s):
+        msg = f'For input string: "{s}"'
+        raise ValueError(msg)
+    return int(s)
+
+
+# ---- time: --------------------------------------------------------------------------
+
+
+def _week_of_year(t: _dt.datetime) -> int:
+    """Java's Calendar.WEEK_OF_YEAR with the US defaults (weeks start on Sunday; week 1 holds
+    1 January), so the last days of December may be week 1 of the next year."""
+
+    def sunday_index(d: _dt.date) -> int:
+        return (d.weekday() + 1) % 7
+
+    day = t.date()
+    nxt = _dt.date(day.year + 1, 1, 1)
+    if (nxt - day).days <= sunday_index(nxt):
+        return 1
+    jan1 = _dt.date(day.year, 1, 1)
+    return ((day - jan1).days + sunday_index(jan1)) // 7 + 1
+
+
+def _extract_field(ms: int, unit: str) -> int:
+    t = java_dates.fields_of(ms)
+    if unit == "YEAR":
+        return t.year
+    if unit == "MONTH":
+        return t.month
+    if unit == "SECOND":
+        return t.second
+    if unit == "MINUTE":
+        return t.minute
+    if unit == "HOUR":
+        return t.hour
+    if unit == "DAY":
+        return t.day
+    if unit == "WEEK":
+        return _week_of_year(t)
+    if unit == "QUARTER":
+        return (t.month - 1) // 3 + 1
+    return 0
+
+
+def time_extract_ms(ms: Any, unit: str) -> int | None:
+    return None if ms is None else _extract_field(ms, unit)
+
+
+def time_extract_text(text: Any, fmt: Any, unit: str) -> int | None:
+    if text is None or fmt is None:
+        return None
+    return _extract_field(java_dates.parse_ms(text, fmt), unit)
+
+
+def time_parse(text: Any, fmt: Any) -> int | None:
+    if text is None or fmt is None:
+        return None
+    return java_dates.parse_ms(text, fmt)
+
+
+def time_format_ms(ms: Any, fmt: Any) -> str | None:
+    if ms is None or fmt is None:
+        return None
+    return java_dates.format_ms(ms, fmt)
+
+
+def time_reformat(text: Any, target: Any, source: Any) -> str | None:
+    if text is None or target is None or source is None:
+        return None
+    return java_dates.format_ms(java_dates.parse_ms(text, source), target)
+
+
+def time_add_text(text: Any, amount: Any, unit: str, fmt: Any, sign: int) -> str | None:
+    if text is None or amount is None or fmt is None:
+        return None
+    ms = java_dates.add_units(java_dates.parse_ms(text, fmt), unit, sign * amount)
+    return java_dates.format_ms(ms, fmt)
+
+
+def time_add_ms(ms: Any, amount: Any, unit: str, sign: int) -> str | None:
+    """dateAdd/dateSub on epoch ms return the result's millis as a string, as the extension."""
+    if ms is None or amount is None:
+        return None
+    return str(java_dates.add_units(ms, unit, sign * amount))
+
+
+def f32_or_none(v: Any) -> Any:
+    return None if v is None else f32(v)

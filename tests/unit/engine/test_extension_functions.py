@@ -1,0 +1,164 @@
+"""The `str:`, `time:` and `math:` functions of the extensions WSO2 shipped with CEP 4, SP 4
+and SI: results as the extensions' documentation gives them (dates in UTC)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import engine
+from tests.support.replaying import run
+
+ATTRS = "i int, l long, f float, d double, s string, t string"
+
+
+def select(expr: str, row: tuple[Any, ...] = (1, 0, 0.0, 0.0, "", ""), ts: int = 1000) -> Any:
+    plan = f"define stream S ({ATTRS}); from S select {expr} as x insert into Out;"
+    c = run(plan, [{"stream": "S", "timestamp": ts, "data": list(row)}])
+    (out,) = c.rows("Out")
+    return out[0]
+
+
+@pytest.mark.parametrize(
+    ("expr", "value"),
+    [
+        ("str:concat('D533', ' ', 'To', ' ', 'Colombo')", "D533 To Colombo"),
+        ("str:concat(s, '@', i)", "@1"),  # a null argument is skipped; numbers as Java prints them
+        ("str:concat('v', 2.5, true)", "v2.5true"),
+        ("str:length('Hello World')", 11),
+        ("str:substr('AbCDefghiJ KLMN', 4)", "efghiJ KLMN"),
+        ("str:substr('AbCDefghiJ KLMN', 2, 4)", "CDef"),
+        ("str:substr('WSO2D efghiJ KLMN', '^WSO2(.*)')", "WSO2D efghiJ KLMN"),
+        ("str:substr('WSO2 cep WSO2 XX E hi hA WSO2 heAllo', 'WSO2(.*)A(.*)', 2)", "llo"),
+        ("str:substr('abc', 'x+')", ""),
+        ("str:contains('21 products are produced by WSO2 currently', 'WSO2')", True),
+        ("str:contains('abc', 'WSO2')", False),
+        ("str:charAt('WSO2', 1)", "S"),
+        ("str:strcmp('AbCDefghiJ KLMN', 'Hello')", -7),
+        ("str:strcmp('abc', 'abcde')", -2),
+        ("str:lower('WsO2')", "wso2"),
+        ("str:upper('WsO2')", "WSO2"),
+    ],
+)
+def test_string_functions(expr: str, value: Any) -> None:
+    plan_row = (1, 0, 0.0, 0.0, None, "")
+    assert select(expr, plan_row) == value
+
+
+def test_contains_of_null_is_false_and_length_of_null_fails() -> None:
+    assert select("str:contains(s, 'a')", (1, 0, 0.0, 0.0, None, "")) is False
+    plan = f"define stream S ({ATTRS}); from S select str:length(s) as x insert into Out;"
+    with pytest.raises(engine.ProcessingError, match=r"str:length\(\).*cannot be null"):
+        run(plan, [{"stream": "S", "timestamp": 1000, "data": [1, 0, 0.0, 0.0, None, ""]}])
+
+
+@pytest.mark.parametrize(
+    ("expr", "value"),
+    [
+        ("math:ceil(423.187d)", 424.0),
+        ("math:ceil(-1.5f)", -1.0),
+        ("math:floor(10.9)", 10.0),
+        ("math:floor(7)", 7.0),
+        ("math:round(3.35)", 3),
+        ("math:round(-2.5)", -2),
+        ("math:round(2.5f)", 3),
+        ("math:power(2, 10)", 1024.0),
+        ("math:ln(1)", 0.0),
+        ("math:getExponent(60984.1)", 15),
+        ("math:parseLong('-123')", -123),
+    ],
+)
+def test_math_functions(expr: str, value: Any) -> None:
+    got = select(expr)
+    assert got == value and type(got) is type(value)
+
+
+def test_result_types_follow_the_extensions() -> None:
+    plan = (
+        "define stream S (f float, d double, l long); from S select math:round(f) as a, math:round(d) as b, "
+        "math:ceil(f) as c, time:extract(l, 'year') as e, time:dateSub(l, 1, 'day') as g, "
+        "str:length('x') as h, str:contains('x', 'y') as k insert into Out;"
+    )
+    rt = engine.compile(plan)
+    try:
+        kinds = [k for _, k in rt.attributes("Out")]
+    finally:
+        rt.shutdown()
+    T = engine.AttrType
+    assert kinds == [T.INT, T.LONG, T.DOUBLE, T.INT, T.STRING, T.INT, T.BOOL]
+
+
+@pytest.mark.parametrize(
+    ("expr", "value"),
+    [
+        # 1394556804000 is 2014-03-11 16:53:24 UTC
+        ("time:extract(1394556804000L, 'hour')", 16),
+        ("time:extract(1394556804000L, 'MONTH')", 3),
+        ("time:extract(1394556804000L, 'quarter')", 1),
+        ("time:extract('YEAR', '2019-03-04 12:00:00.000')", 2019),
+        ("time:extract('DAY', '2014-3-11 02:23:44', 'yyyy-MM-dd hh:mm:ss')", 11),
+        ("time:extract('HOUR', '2014-03-11 02:23:44 PM', 'yyyy-MM-dd hh:mm:ss a')", 14),
+        # Java's US week: 31 Dec 2019 (a Tuesday) is in the week of 1 Jan 2020, week 1
+        ("time:extract(1577750400000L, 'week')", 1),
+        ("time:extract(1394556804000L, 'week')", 11),
+        ("time:timestampInMilliseconds('2007-11-30 10:30:19', 'yyyy-MM-dd HH:mm:ss')", 1196418619000),
+        ("time:timestampInMilliseconds('2007-11-30 10:30:19.250')", 1196418619250),
+        ("time:timestampInMilliseconds('20071130', 'yyyyMMdd')", 1196380800000),
+        ("time:timestampInMilliseconds('Nov 30, 2007', 'MMM dd, yyyy')", 1196380800000),
+        ("time:dateFormat(1415712224000L, 'yyyy-MM-dd')", "2014-11-11"),
+        ("time:dateFormat(1415712224000L, 'EEE, d MMM yyyy HH:mm:ss Z')", "Tue, 11 Nov 2014 13:23:44 +0000"),
+        ("time:dateFormat('2014/11/11 13:23:44', 'mm:ss', 'yyyy/MM/dd HH:mm:ss')", "23:44"),
+        ("time:dateFormat('2014-11-11 13:23:44.657', 'yyyy/MM/dd')", "2014/11/11"),
+        (
+            "time:dateSub('2014-11-11 13:23:44.657', 5, 'YEAR', 'yyyy-MM-dd HH:mm:ss.SSS')",
+            "2009-11-11 13:23:44.657",
+        ),
+        ("time:dateSub('2016-03-31 00:00:00.000', 1, 'MONTH')", "2016-02-29 00:00:00.000"),
+        ("time:dateSub(1415712224000L, 1, 'DAY')", "1415625824000"),
+        ("time:dateAdd(1415712224000L, 2, 'HOUR')", "1415719424000"),
+    ],
+)
+def test_time_functions(expr: str, value: Any) -> None:
+    assert select(expr) == value
+
+
+def test_time_now_functions_read_the_plans_clock() -> None:
+    ts = 1415712224000  # 2014-11-11 13:23:44 UTC
+    assert select("time:timestampInMilliseconds()", ts=ts) == ts
+    assert select("time:currentDate()", ts=ts) == "2014-11-11"
+    assert select("time:currentTime()", ts=ts) == "13:23:44"
+    assert select("time:currentTimestamp()", ts=ts) == "2014-11-11 13:23:44"
+    assert select("time:utcTimestamp()", ts=ts) == "2014-11-11 13:23:44"
+
+
+def test_unparseable_date_fails_the_chunk() -> None:
+    plan = (
+        f"define stream S ({ATTRS}); "
+        "from S select time:timestampInMilliseconds(s, 'yyyy-MM-dd') as x insert into Out;"
+    )
+    with pytest.raises(engine.ProcessingError, match="Unparseable date"):
+        run(plan, [{"stream": "S", "timestamp": 1000, "data": [1, 0, 0.0, 0.0, "11/11/2014", ""]}])
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        ("str:concat(s)", "str:concat() takes at least 2 arguments, got 1"),
+        ("str:length(i)", "the first argument of str:length() must be string, found int"),
+        ("str:substr(s, 1.5)", "the second argument of str:substr() must be int or string, found double"),
+        ("str:substr(s, '(')", "str:substr(): bad regular expression"),
+        ("math:round(i)", "the first argument of math:round() must be double or float, found int"),
+        ("time:extract(l, 'fortnight')", "unknown unit 'fortnight' in time:extract()"),
+        ("time:extract(l, t)", "time:extract() takes a constant string here"),
+        ("time:dateFormat(l, 'yyyy-MM-dd q')", "illegal pattern character 'q'"),
+        ("time:dateSub(l, 1, 'DAY', 'x', 'y')", "time:dateSub() takes 3 or 4 arguments, got 5"),
+    ],
+)
+def test_bad_calls_are_refused_with_their_position(expr: str, message: str) -> None:
+    plan = f"define stream S ({ATTRS});\nfrom S select {expr} as x insert into Out;"
+    with pytest.raises(engine.QueryError) as info:
+        engine.compile(plan)
+    d = info.value.errors[0]
+    assert message in d.message
+    assert d.line == 2 and 15 <= d.col < 15 + len(expr)
