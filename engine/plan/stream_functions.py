@@ -51,6 +51,8 @@ def plan_handlers(
             run.append(h)
             continue
         flush()
+        if not is_supported(h):
+            continue  # the planner reports it as not supported; it is no #log()
         steps.append(partial(_log_step, plan_log(h.call, scope, comp, app_name, query)))
     flush()
 

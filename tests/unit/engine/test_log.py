@@ -122,3 +122,16 @@ def test_bad_arguments_are_positioned_query_errors(handler: str, message: str) -
     assert message in str(err.value)
     assert err.value.line == 3
     assert err.value.col >= 16
+
+
+@pytest.mark.parametrize(
+    "handler",
+    ["#throughput:throughput(volume, 'both')", "#externalTimeBatch(volume, 1 sec)", "#log()#geo:x(1, 2)"],
+)
+def test_an_unsupported_stream_function_is_one_error_not_a_bad_log(handler: str) -> None:
+    """Another stream function is refused as not supported, and only that: it is not read as
+    a #log() with the wrong arguments."""
+    with pytest.raises(engine.QueryError) as err:
+        engine.compile(S + f"from StockStream{handler} select * insert into Out;")
+    messages = [d.message for d in err.value.errors]
+    assert len(messages) == 1 and "is not supported" in messages[0], messages
