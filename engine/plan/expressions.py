@@ -205,6 +205,11 @@ class ExpressionCompiler:
             return Compiled(code, code, kind)
         if v.stream is not None:
             src = scope.find_source(v.stream)
+            if src is None and scope.lenient_qualifiers and len(scope.sources) == 1:
+                only = scope.sources[0]
+                j = only.index_of(v.attribute)
+                if j is not None and only.indexed_row is None:
+                    return self._access(only, j, Variable(v.attribute, span=v.span))
             if src is None:
                 return self.error(
                     f"unknown stream or reference '{v.stream}'",

@@ -409,7 +409,7 @@ def plan_single_query(
     info = resolve_input(ctx, si, inner_streams)
     names = tuple(dict.fromkeys([si.stream, si.ref, f"#{si.stream}" if si.inner else si.stream]))
     source = Source(names, info.attributes, "r", stream=si.stream, inner=si.inner)
-    scope = Scope([source], event_ts="_et")
+    scope = Scope([source], event_ts="_et", lenient_qualifiers=ctx.legacy)
     current_on, expired_on = output_flags(query)
 
     for h in si.handlers + si.post_handlers:
