@@ -1,5 +1,5 @@
-"""The `str:`, `time:` and `math:` functions WSO2 shipped with CEP 4, SP 4 and SI
-(siddhi-execution-string, -time and -math): parameter checks and result types as the
+"""The `str:`, `time:`, `math:` and `regex:` functions WSO2 shipped with CEP 4, SP 4 and SI
+(siddhi-execution-string, -time, -math and -regex): parameter checks and result types as the
 extensions' `init`, run-time behaviour in engine.runtime.extensions. Dates are UTC."""
 
 from __future__ import annotations
@@ -279,6 +279,31 @@ def _time_now_text(pattern: str, with_format: bool = False) -> Emit:
     return emit
 
 
+# ---- regex: -------------------------------------------------------------------------
+
+
+def _regex(fn: Callable[..., Any], lo: int, hi: int, kind: AttrType) -> Emit:
+    """`regex:matches(regex, s)`, `lookingAt(regex, s)`, `find(regex, s[, start])`,
+    `group(regex, s, group)`: a regex first, the text second, an int third."""
+
+    def emit(comp: ExpressionCompiler, call: FunctionCall, args: list[Compiled], scope: Scope) -> Compiled:
+        if not _count(comp, call, len(args), tuple(range(lo, hi + 1))):
+            return _none(kind)
+        if not (_type(comp, call, args, 0, frozenset({_S})) and _type(comp, call, args, 1, frozenset({_S}))):
+            return _none(kind)
+        if len(args) == 3 and not _type(comp, call, args, 2, frozenset({AttrType.INT})):
+            return _none(kind)
+        if args[0].const and isinstance(args[0].value, str):
+            try:
+                ext.java_regex(args[0].value)
+            except Exception as exc:  # re.error: the message says where
+                comp.error(f"{call.qualified_name}(): bad regular expression: {exc}", call.args[0].span)
+                return _none(kind)
+        return _call(comp, fn, [a.safe for a in args], kind)
+
+    return emit
+
+
 def register(reg: FunctionRegistry) -> None:
     reg.register("str:concat", _str_concat)
     reg.register("str:length", _str_unary(ext.str_length, AttrType.INT))
@@ -296,6 +321,10 @@ def register(reg: FunctionRegistry) -> None:
     reg.register("math:getExponent", _math_unary(ext.math_get_exponent, any_number, AttrType.INT))
     reg.register("math:parseLong", _math_unary(ext.math_parse_long, frozenset({_S}), AttrType.LONG))
     reg.register("math:power", _math_power)
+    reg.register("regex:matches", _regex(ext.regex_matches, 2, 2, AttrType.BOOL))
+    reg.register("regex:lookingAt", _regex(ext.regex_looking_at, 2, 2, AttrType.BOOL))
+    reg.register("regex:find", _regex(ext.regex_find, 2, 3, AttrType.BOOL))
+    reg.register("regex:group", _regex(ext.regex_group, 3, 3, _S))
     reg.register("time:extract", _time_extract)
     reg.register("time:timestampInMilliseconds", _time_timestamp)
     reg.register("time:dateFormat", _time_date_format)

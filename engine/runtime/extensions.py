@@ -249,3 +249,45 @@ def time_add_ms(ms: Any, amount: Any, unit: str, sign: int) -> str | None:
 
 def f32_or_none(v: Any) -> Any:
     return None if v is None else f32(v)
+
+
+# ---- regex: -------------------------------------------------------------------------
+
+
+def _regex_of(regex: Any, fn: str) -> re.Pattern[str]:
+    if regex is None:
+        msg = f"Invalid input given to regex:{fn}() function. First argument cannot be null"
+        raise ValueError(msg)
+    return java_regex(regex)
+
+
+def regex_matches(regex: Any, s: Any) -> bool:
+    pattern = _regex_of(regex, "matches")
+    return s is not None and pattern.fullmatch(s) is not None
+
+
+def regex_looking_at(regex: Any, s: Any) -> bool:
+    pattern = _regex_of(regex, "lookingAt")
+    return s is not None and pattern.match(s) is not None
+
+
+def regex_find(regex: Any, s: Any, start: Any = 0) -> bool:
+    pattern = _regex_of(regex, "find")
+    if s is None or start is None:
+        return False
+    if not 0 <= start <= len(s):
+        msg = f"Illegal start index {start}"
+        raise ValueError(msg)
+    return pattern.search(s, start) is not None
+
+
+def regex_group(regex: Any, s: Any, group: Any) -> str | None:
+    """The group of the first match; null when nothing matches or there is no such group."""
+    pattern = _regex_of(regex, "group")
+    if s is None or group is None:
+        msg = "Invalid input given to regex:group() function. Second and third arguments cannot be null"
+        raise ValueError(msg)
+    m = pattern.search(s)
+    if m is None or not 0 <= group <= pattern.groups:
+        return None
+    return m.group(group)

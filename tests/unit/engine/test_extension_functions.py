@@ -162,3 +162,29 @@ def test_bad_calls_are_refused_with_their_position(expr: str, message: str) -> N
     d = info.value.errors[0]
     assert message in d.message
     assert d.line == 2 and 15 <= d.col < 15 + len(expr)
+
+
+@pytest.mark.parametrize(
+    ("expr", "value"),
+    [
+        ("regex:matches('chocolate(.*)', 'chocolate cake')", True),
+        ("regex:matches('chocolate', 'chocolate cake')", False),  # the whole text must match
+        ("regex:lookingAt('chocolate', 'chocolate cake')", True),
+        ("regex:lookingAt('cake', 'chocolate cake')", False),
+        ("regex:find('cake', 'chocolate cake')", True),
+        ("regex:find('choc', 'chocolate cake', 3)", False),
+        ("regex:find('\\d+', s)", False),  # a null text: false
+        ("regex:group('.*\\s(.*)', 'chocolate cake', 1)", "cake"),
+        ("regex:group('(\\d+)', 'no digits', 1)", None),
+        ("regex:group('(\\w+)', 'word', 2)", None),  # no such group: null
+    ],
+)
+def test_regex_functions(expr: str, value: Any) -> None:
+    assert select(expr, (1, 0, 0.0, 0.0, None, "")) == value
+
+
+def test_regex_bad_pattern_is_refused() -> None:
+    with pytest.raises(engine.QueryError, match=r"regex:matches\(\): bad regular expression"):
+        engine.compile(
+            f"define stream S ({ATTRS}); from S select regex:matches('(', s) as x insert into Out;"
+        )
