@@ -290,4 +290,5 @@ def regex_group(regex: Any, s: Any, group: Any) -> str | None:
     m = pattern.search(s)
     if m is None or not 0 <= group <= pattern.groups:
         return None
-    return m.group(group)
+    found: str | None = m.group(group)
+    return found
