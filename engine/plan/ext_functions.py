@@ -304,6 +304,36 @@ def _regex(fn: Callable[..., Any], lo: int, hi: int, kind: AttrType) -> Emit:
     return emit
 
 
+# ---- map: and list: -----------------------------------------------------------------
+
+_O = AttrType.OBJECT
+
+
+def _obj(
+    fn: Callable[..., Any],
+    counts: tuple[int, ...],
+    kind: AttrType,
+    first: frozenset[AttrType] | None = frozenset({_O}),
+    even: bool = False,
+) -> Emit:
+    """A map:/list: function: `counts` the argument numbers it takes (() for any), `first`
+    the types its first argument may have (None: any), `even` an even number of them."""
+
+    def emit(comp: ExpressionCompiler, call: FunctionCall, args: list[Compiled], scope: Scope) -> Compiled:
+        if counts and not _count(comp, call, len(args), counts):
+            return _none(kind)
+        if even and len(args) % 2:
+            comp.error(
+                f"{call.qualified_name}() takes key and value pairs, got {len(args)} arguments", call.span
+            )
+            return _none(kind)
+        if first is not None and args and not _type(comp, call, args, 0, first):
+            return _none(kind)
+        return _call(comp, fn, [a.safe for a in args], kind)
+
+    return emit
+
+
 def register(reg: FunctionRegistry) -> None:
     reg.register("str:concat", _str_concat)
     reg.register("str:length", _str_unary(ext.str_length, AttrType.INT))
@@ -325,6 +355,41 @@ def register(reg: FunctionRegistry) -> None:
     reg.register("regex:lookingAt", _regex(ext.regex_looking_at, 2, 2, AttrType.BOOL))
     reg.register("regex:find", _regex(ext.regex_find, 2, 3, AttrType.BOOL))
     reg.register("regex:group", _regex(ext.regex_group, 3, 3, _S))
+    maps: list[tuple[str, Callable[..., Any], tuple[int, ...], AttrType]] = [
+        ("put", ext.map_put, (3,), _O),
+        ("putAll", ext.map_put_all, (2,), _O),
+        ("get", ext.map_get, (2, 3), _O),
+        ("containsKey", ext.map_contains_key, (2,), AttrType.BOOL),
+        ("containsValue", ext.map_contains_value, (2,), AttrType.BOOL),
+        ("isEmpty", ext.map_is_empty, (1,), AttrType.BOOL),
+        ("keys", ext.map_keys, (1,), _O),
+        ("values", ext.map_values, (1,), _O),
+        ("size", ext.map_size, (1,), AttrType.INT),
+        ("clone", ext.map_clone, (1,), _O),
+        ("replace", ext.map_replace, (3,), _O),
+        ("replaceAll", ext.map_replace_all, (2,), _O),
+        ("remove", ext.map_remove, (), _O),
+        ("clear", ext.map_clear, (1,), _O),
+        ("toJSON", ext.map_to_json, (1,), _S),
+    ]
+    for name, fn, counts, kind in maps:
+        reg.register(f"map:{name}", _obj(fn, counts, kind))
+    reg.register("map:create", _obj(ext.map_create, (), _O, first=None, even=True))
+    reg.register("map:createFromJSON", _obj(ext.map_create_from_json, (1,), _O, first=frozenset({_S})))
+    reg.register("map:isMap", _obj(ext.map_is_map, (1,), AttrType.BOOL, first=None))
+    lists: list[tuple[str, Callable[..., Any], tuple[int, ...], AttrType]] = [
+        ("add", ext.list_add, (2, 3), _O),
+        ("get", ext.list_get, (2,), _O),
+        ("contains", ext.list_contains, (2,), AttrType.BOOL),
+        ("isEmpty", ext.list_is_empty, (1,), AttrType.BOOL),
+        ("remove", ext.list_remove, (2,), _O),
+        ("size", ext.list_size, (1,), AttrType.INT),
+        ("clone", ext.list_clone, (1,), _O),
+    ]
+    for name, fn, counts, kind in lists:
+        reg.register(f"list:{name}", _obj(fn, counts, kind))
+    reg.register("list:create", _obj(ext.list_create, (), _O, first=None))
+    reg.register("list:isList", _obj(ext.list_is_list, (1,), AttrType.BOOL, first=None))
     reg.register("time:extract", _time_extract)
     reg.register("time:timestampInMilliseconds", _time_timestamp)
     reg.register("time:dateFormat", _time_date_format)

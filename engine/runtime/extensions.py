@@ -6,6 +6,7 @@ the chunk as a processing error naming the query."""
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import math
 import re
 import struct
@@ -292,3 +293,174 @@ def regex_group(regex: Any, s: Any, group: Any) -> str | None:
         return None
     found: str | None = m.group(group)
     return found
+
+
+# ---- map: and list: (siddhi-execution-map, -list) -------------------------------------
+# Maps are dicts and lists are lists; like the extensions' HashMap and LinkedList, put, add,
+# remove and replace change the object they are given and return it (map:clone and
+# list:clone copy).
+
+
+def _map(m: Any, fn: str) -> dict[Any, Any]:
+    if not isinstance(m, dict):
+        kind = "null" if m is None else type(m).__name__
+        msg = f"map:{fn}(): the first argument must be a map, found {kind}"
+        raise ValueError(msg)
+    return m
+
+
+def _list(v: Any, fn: str) -> list[Any]:
+    if not isinstance(v, list):
+        kind = "null" if v is None else type(v).__name__
+        msg = f"list:{fn}(): the first argument must be a list, found {kind}"
+        raise ValueError(msg)
+    return v
+
+
+def map_create(*kv: Any) -> dict[Any, Any]:
+    return {kv[i]: kv[i + 1] for i in range(0, len(kv), 2)}
+
+
+def map_create_from_json(text: Any) -> dict[Any, Any]:
+    if not isinstance(text, str):
+        msg = "map:createFromJSON(): data should be a string"
+        raise ValueError(msg)
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        msg = f"Cannot create JSON from '{text}' in create from json function"
+        raise ValueError(msg) from exc
+    if not isinstance(value, dict):
+        msg = f"Cannot create JSON from '{text}' in create from json function"
+        raise ValueError(msg)
+    return value
+
+
+def map_to_json(m: Any) -> str:
+    return json.dumps(_map(m, "toJSON"), separators=(",", ":"), default=str)
+
+
+def map_is_map(m: Any) -> bool:
+    return isinstance(m, dict)
+
+
+def map_put(m: Any, k: Any, v: Any) -> dict[Any, Any]:
+    d = _map(m, "put")
+    d[k] = v
+    return d
+
+
+def map_put_all(m: Any, other: Any) -> dict[Any, Any]:
+    d = _map(m, "putAll")
+    d.update(_map(other, "putAll"))
+    return d
+
+
+def map_get(m: Any, k: Any, *default: Any) -> Any:
+    d = _map(m, "get")
+    return d.get(k, default[0]) if default else d.get(k)
+
+
+def map_contains_key(m: Any, k: Any) -> bool:
+    return k in _map(m, "containsKey")
+
+
+def map_contains_value(m: Any, v: Any) -> bool:
+    return v in _map(m, "containsValue").values()
+
+
+def map_is_empty(m: Any) -> bool:
+    return not _map(m, "isEmpty")
+
+
+def map_keys(m: Any) -> list[Any]:
+    return list(_map(m, "keys"))
+
+
+def map_values(m: Any) -> list[Any]:
+    return list(_map(m, "values").values())
+
+
+def map_size(m: Any) -> int:
+    return len(_map(m, "size"))
+
+
+def map_clone(m: Any) -> dict[Any, Any]:
+    return dict(_map(m, "clone"))
+
+
+def map_replace(m: Any, k: Any, v: Any) -> dict[Any, Any]:
+    d = _map(m, "replace")
+    if k in d:
+        d[k] = v
+    return d
+
+
+def map_replace_all(m: Any, other: Any) -> dict[Any, Any]:
+    d = _map(m, "replaceAll")
+    for k, v in _map(other, "replaceAll").items():
+        if k in d:
+            d[k] = v
+    return d
+
+
+def map_remove(m: Any, *keys: Any) -> dict[Any, Any]:
+    d = _map(m, "remove")
+    for k in keys:
+        d.pop(k, None)
+    return d
+
+
+def map_clear(m: Any) -> dict[Any, Any]:
+    d = _map(m, "clear")
+    d.clear()
+    return d
+
+
+def list_create(*values: Any) -> list[Any]:
+    return list(values)
+
+
+def list_is_list(v: Any) -> bool:
+    return isinstance(v, list)
+
+
+def list_add(v: Any, item: Any, *index: Any) -> list[Any]:
+    items = _list(v, "add")
+    if index:
+        if not 0 <= index[0] <= len(items):
+            msg = f"list:add(): index {index[0]} is out of range for a list of {len(items)}"
+            raise ValueError(msg)
+        items.insert(index[0], item)
+    else:
+        items.append(item)
+    return items
+
+
+def list_get(v: Any, i: Any) -> Any:
+    items = _list(v, "get")
+    return items[i] if i is not None and 0 <= i < len(items) else None
+
+
+def list_contains(v: Any, item: Any) -> bool:
+    return item in _list(v, "contains")
+
+
+def list_is_empty(v: Any) -> bool:
+    return not _list(v, "isEmpty")
+
+
+def list_remove(v: Any, item: Any) -> list[Any]:
+    """Removes the first element equal to the value (List.remove(Object))."""
+    items = _list(v, "remove")
+    if item in items:
+        items.remove(item)
+    return items
+
+
+def list_size(v: Any) -> int:
+    return len(_list(v, "size"))
+
+
+def list_clone(v: Any) -> list[Any]:
+    return list(_list(v, "clone"))

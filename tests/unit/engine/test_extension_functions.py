@@ -3,6 +3,7 @@ and SI: results as the extensions' documentation gives them (dates in UTC)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -188,3 +189,52 @@ def test_regex_bad_pattern_is_refused() -> None:
         engine.compile(
             f"define stream S ({ATTRS}); from S select regex:matches('(', s) as x insert into Out;"
         )
+
+
+def test_map_functions_build_and_read_maps_across_queries() -> None:
+    plan = (
+        "define stream S (item string, price double);"
+        "from S select map:put(map:create(), item, price) as m insert into M;"
+        "from M select map:get(m, 'cake') as got, map:get(m, 'nope', 0.0) as dflt, map:containsKey(m, 'cake') as k,"
+        " map:containsValue(m, 2.5) as v, map:size(map:put(map:clone(m), 'x', 1.0)) as n2, map:size(m) as n,"
+        " map:isMap(m) as isMap, map:isMap('x') as notMap, map:isEmpty(map:remove(map:clone(m), 'cake')) as empty,"
+        " map:keys(m) as keys, map:toJSON(map:replace(m, 'cake', 3.0)) as js insert into Out;"
+        "from S select map:get(map:createFromJSON('{\"a\": {\"b\": 1}}'), 'a') as nested,"
+        " map:create('k1', 1, 'k2', 'two') as made insert into J;"
+    )
+    c = run(plan, [{"stream": "S", "timestamp": 1000, "data": ["cake", 2.5]}])
+    assert c.rows("Out") == [(2.5, 0.0, True, True, 2, 1, True, False, True, ["cake"], '{"cake":3.0}')]
+    assert c.rows("J") == [({"b": 1}, {"k1": 1, "k2": "two"})]
+
+
+def test_list_functions() -> None:
+    plan = (
+        "define stream S (a string, b string);"
+        "from S select list:create(a, b, 'c') as l insert into L;"
+        "from L select list:get(l, 1) as second, list:get(l, 9) as none, list:size(l) as n,"
+        " list:contains(l, 'c') as has, list:isList(l) as isList, list:isEmpty(list:create()) as empty,"
+        " list:add(list:clone(l), 'z', 0) as added, list:remove(list:clone(l), 'a') as removed insert into Out;"
+    )
+    c = run(plan, [{"stream": "S", "timestamp": 1000, "data": ["a", "b"]}])
+    assert c.rows("Out") == [("b", None, 3, True, True, True, ["z", "a", "b", "c"], ["b", "c"])]
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        ("map:create('k')", "map:create() takes key and value pairs, got 1 arguments"),
+        ("map:get(s, 'k')", "the first argument of map:get() must be object, found string"),
+        ("list:size(i)", "the first argument of list:size() must be object, found int"),
+    ],
+)
+def test_bad_map_and_list_calls_are_refused(expr: str, message: str) -> None:
+    with pytest.raises(engine.QueryError, match=re.escape(message)):
+        engine.compile(f"define stream S ({ATTRS}); from S select {expr} as x insert into Out;")
+
+
+def test_map_of_a_non_map_fails_the_chunk() -> None:
+    plan = "define stream S (o object); from S select map:size(o) as n insert into Out;"
+    with pytest.raises(
+        engine.ProcessingError, match=r"map:size\(\): the first argument must be a map, found str"
+    ):
+        run(plan, [{"stream": "S", "timestamp": 1000, "data": ["text"]}])
