@@ -334,6 +334,31 @@ def _obj(
     return emit
 
 
+# ---- json: --------------------------------------------------------------------------
+
+
+def _json(fn: Callable[..., Any], counts: tuple[int, ...], kind: AttrType) -> Emit:
+    """A json: function of (json string or object, path, ...): a constant path is checked."""
+
+    def emit(comp: ExpressionCompiler, call: FunctionCall, args: list[Compiled], scope: Scope) -> Compiled:
+        if not _count(comp, call, len(args), counts):
+            return _none(kind)
+        if not _type(comp, call, args, 0, frozenset({_S, _O})):
+            return _none(kind)
+        if len(args) > 1:
+            if not _type(comp, call, args, 1, frozenset({_S})):
+                return _none(kind)
+            if args[1].const and isinstance(args[1].value, str):
+                try:
+                    ext.json_path(args[1].value)
+                except ValueError as exc:
+                    comp.error(str(exc), call.args[1].span)
+                    return _none(kind)
+        return _call(comp, fn, [a.safe for a in args], kind)
+
+    return emit
+
+
 def register(reg: FunctionRegistry) -> None:
     reg.register("str:concat", _str_concat)
     reg.register("str:length", _str_unary(ext.str_length, AttrType.INT))
@@ -390,6 +415,21 @@ def register(reg: FunctionRegistry) -> None:
         reg.register(f"list:{name}", _obj(fn, counts, kind))
     reg.register("list:create", _obj(ext.list_create, (), _O, first=None))
     reg.register("list:isList", _obj(ext.list_is_list, (1,), AttrType.BOOL, first=None))
+    jsons: list[tuple[str, Callable[..., Any], tuple[int, ...], AttrType]] = [
+        ("getString", ext.json_get_string, (2,), _S),
+        ("getInt", ext.json_get_int, (2,), AttrType.INT),
+        ("getLong", ext.json_get_long, (2,), AttrType.LONG),
+        ("getDouble", ext.json_get_double, (2,), AttrType.DOUBLE),
+        ("getFloat", ext.json_get_float, (2,), AttrType.FLOAT),
+        ("getBool", ext.json_get_bool, (2,), AttrType.BOOL),
+        ("getObject", ext.json_get_object, (2,), _O),
+        ("isExists", ext.json_is_exists, (2,), AttrType.BOOL),
+        ("setElement", ext.json_set_element, (3, 4), _O),
+    ]
+    for name, fn, counts, kind in jsons:
+        reg.register(f"json:{name}", _json(fn, counts, kind))
+    reg.register("json:toString", _obj(ext.json_to_string, (1, 2), _S, first=None))
+    reg.register("json:toObject", _obj(ext.json_to_object, (1,), _O, first=frozenset({_S})))
     reg.register("time:extract", _time_extract)
     reg.register("time:timestampInMilliseconds", _time_timestamp)
     reg.register("time:dateFormat", _time_date_format)

@@ -5,6 +5,7 @@ the chunk as a processing error naming the query."""
 
 from __future__ import annotations
 
+import copy
 import datetime as _dt
 import json
 import math
@@ -464,3 +465,210 @@ def list_size(v: Any) -> int:
 
 def list_clone(v: Any) -> list[Any]:
     return list(_list(v, "clone"))
+
+
+# ---- json: (siddhi-execution-json) ----------------------------------------------------
+# A JSON value is a string of JSON or an object (dicts, lists, numbers...). Paths are the
+# JsonPath subset `$`, `.name`, `['name']`, `[index]` and `[*]`; a path without `$` reads
+# as `$.path`, as JsonPath does.
+
+_PATH_STEP = re.compile(
+    r"\.([A-Za-z_$][\w$-]*)|\[\s*'([^']*)'\s*\]|\[\s*\"([^\"]*)\"\s*\]|\[\s*(-?\d+)\s*\]|\[\s*\*\s*\]|\.\*"
+)
+
+_MISSING = object()
+
+
+@lru_cache(maxsize=256)
+def json_path(path: str) -> tuple[tuple[str, Any], ...]:
+    """The path as steps ("key", name), ("index", n), ("all", None); ValueError if Cepheus
+    cannot read it."""
+    text = path.strip()
+    if not text.startswith("$"):
+        text = "$." + text
+    steps: list[tuple[str, Any]] = []
+    i = 1
+    while i < len(text):
+        m = _PATH_STEP.match(text, i)
+        if m is None:
+            msg = (
+                f"JSON path '{path}' is not supported at '{text[i:]}' "
+                "(Cepheus reads $, .name, ['name'], [index] and [*])"
+            )
+            raise ValueError(msg)
+        name = m.group(1) or m.group(2) or m.group(3)
+        if name is not None:
+            steps.append(("key", name))
+        elif m.group(4) is not None:
+            steps.append(("index", int(m.group(4))))
+        else:
+            steps.append(("all", None))
+        i = m.end()
+    return tuple(steps)
+
+
+def _json_doc(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError as exc:
+            msg = f"The input JSON is not a valid JSON. Input JSON - {value}"
+            raise ValueError(msg) from exc
+    return value
+
+
+def _json_read(doc: Any, path: str) -> Any:
+    """The value at the path, a list for a path with [*], or _MISSING."""
+    current: list[Any] = [doc]
+    many = False
+    for kind, arg in json_path(path):
+        nxt: list[Any] = []
+        for v in current:
+            if kind == "key" and isinstance(v, dict) and arg in v:
+                nxt.append(v[arg])
+            elif kind == "index" and isinstance(v, list) and -len(v) <= arg < len(v):
+                nxt.append(v[arg])
+            elif kind == "all":
+                many = True
+                nxt.extend(v.values() if isinstance(v, dict) else v if isinstance(v, list) else [])
+        if not nxt and not many:
+            return _MISSING
+        current = nxt
+    return current if many else current[0]
+
+
+def _gson(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _java_text(v: Any) -> str:
+    return _java_str(v) if not isinstance(v, (dict, list)) else _gson(v)
+
+
+def _single(found: Any) -> Any:
+    if found is _MISSING:
+        return None
+    if isinstance(found, list):
+        return found[0] if len(found) == 1 else None
+    return found
+
+
+def json_get_string(value: Any, path: Any) -> str | None:
+    found = _json_read(_json_doc(value), path)
+    if found is _MISSING or found is None:
+        return None
+    return found if isinstance(found, str) else _gson(found)
+
+
+def json_get_object(value: Any, path: Any) -> Any:
+    found = _json_read(_json_doc(value), path)
+    if found is _MISSING:
+        return None
+    return found[0] if isinstance(found, list) and len(found) == 1 else found
+
+
+def _json_number(value: Any, path: Any, parse: Any) -> Any:
+    found = _single(_json_read(_json_doc(value), path))
+    if found is None:
+        return None
+    try:
+        return parse(_java_text(found))
+    except ValueError:
+        return None
+
+
+def _java_int(text: str) -> int:
+    if not re.fullmatch(r"[+-]?\d+", text):
+        raise ValueError(text)
+    return int(text)
+
+
+def _java_double(text: str) -> float:
+    if not re.fullmatch(r"\s*[+-]?(NaN|Infinity|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[fFdD]?)\s*", text):
+        raise ValueError(text)
+    return float(text.strip().rstrip("fFdD"))
+
+
+def json_get_int(value: Any, path: Any) -> int | None:
+    got = _json_number(value, path, _java_int)
+    return got if got is None or -(2**31) <= got < 2**31 else None
+
+
+def json_get_long(value: Any, path: Any) -> int | None:
+    got = _json_number(value, path, _java_int)
+    return got if got is None or -(2**63) <= got < 2**63 else None
+
+
+def json_get_double(value: Any, path: Any) -> float | None:
+    got: float | None = _json_number(value, path, _java_double)
+    return got
+
+
+def json_get_float(value: Any, path: Any) -> float | None:
+    got = _json_number(value, path, _java_double)
+    return None if got is None else f32(got)
+
+
+def json_get_bool(value: Any, path: Any) -> bool | None:
+    found = _single(_json_read(_json_doc(value), path))
+    if found is None:
+        return None
+    return _java_text(found).lower() == "true"
+
+
+def json_is_exists(value: Any, path: Any) -> bool:
+    return _json_read(_json_doc(value), path) is not _MISSING
+
+
+def json_set_element(value: Any, path: Any, element: Any, *key: Any) -> Any:
+    """`setElement(json, path, value[, key])`: adds to the array at the path, puts key=value
+    in the object at the path, or sets the path; returns the new document (a copy)."""
+    doc = copy.deepcopy(_json_doc(value))
+    if isinstance(element, str) and element[:1] in "[{":
+        try:
+            element = json.loads(element)
+        except ValueError:
+            pass
+    steps = json_path(path)
+    target = _json_read(doc, path)
+    if target is _MISSING:
+        return doc
+    if isinstance(target, list) and not any(k == "all" for k, _ in steps):
+        target.append(element)
+        return doc
+    if key:
+        if isinstance(target, dict):
+            target[str(key[0])] = element
+        return doc
+    if not steps:
+        return element
+    parent = _json_read(doc, "$" + "".join(_step_text(s) for s in steps[:-1]))
+    kind, arg = steps[-1]
+    if kind == "key" and isinstance(parent, dict):
+        parent[arg] = element
+    elif kind == "index" and isinstance(parent, list) and -len(parent) <= arg < len(parent):
+        parent[arg] = element
+    return doc
+
+
+def _step_text(step: tuple[str, Any]) -> str:
+    kind, arg = step
+    if kind == "key":
+        return "[" + json.dumps(arg) + "]"
+    if kind == "index":
+        return f"[{arg}]"
+    return "[*]"
+
+
+def json_to_string(value: Any, *escape: Any) -> str:
+    text = _gson(value)
+    return _gson(text) if escape and escape[0] else text
+
+
+def json_to_object(text: Any) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(str(text))
+    except ValueError:
+        return None

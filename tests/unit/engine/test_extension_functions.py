@@ -238,3 +238,48 @@ def test_map_of_a_non_map_fails_the_chunk() -> None:
         engine.ProcessingError, match=r"map:size\(\): the first argument must be a map, found str"
     ):
         run(plan, [{"stream": "S", "timestamp": 1000, "data": ["text"]}])
+
+
+DOC = '{"name":"John","age":25,"married":true,"pay":2.5,"address":{"city":"Colombo"},"items":[{"id":1},{"id":2}]}'
+
+
+@pytest.mark.parametrize(
+    ("expr", "value"),
+    [
+        ("json:getString(t, '$.name')", "John"),
+        ("json:getString(t, 'name')", "John"),  # a path without $ reads as $.path
+        ("json:getString(t, '$.address')", '{"city":"Colombo"}'),
+        ("json:getString(t, '$.nope')", None),
+        ("json:getInt(t, '$.age')", 25),
+        ("json:getInt(t, '$.pay')", None),  # not an integer: null
+        ("json:getLong(t, \"$['age']\")", 25),
+        ("json:getDouble(t, '$.pay')", 2.5),
+        ("json:getDouble(t, '$.age')", 25.0),
+        ("json:getBool(t, '$.married')", True),
+        ("json:getObject(t, '$.address')", {"city": "Colombo"}),
+        ("json:getInt(t, '$.items[1].id')", 2),
+        ("json:getObject(t, '$.items[*].id')", [1, 2]),
+        ("json:isExists(t, '$.salary')", False),
+        ("json:isExists(t, '$.address.city')", True),
+        ("json:getObject(json:setElement(t, '$', 0f, 'salary'), '$.salary')", 0.0),
+        ("json:getString(json:setElement(t, '$.address.city', 'Kandy'), '$.address.city')", "Kandy"),
+        ("json:getObject(json:setElement(t, '$.items', '{\"id\":3}'), '$.items[2]')", {"id": 3}),
+        ('json:toString(json:toObject(\'{"a": [1, 2.5, "x"]}\'))', '{"a":[1,2.5,"x"]}'),
+        ("json:getInt(json:toObject(t), 'age')", 25),
+    ],
+)
+def test_json_functions(expr: str, value: Any) -> None:
+    assert select(expr, (1, 0, 0.0, 0.0, None, DOC)) == value
+
+
+def test_json_path_beyond_the_subset_is_refused() -> None:
+    with pytest.raises(engine.QueryError, match=r"JSON path '\$\.items\[\?\(@\.id > 1\)\]' is not supported"):
+        engine.compile(
+            f"define stream S ({ATTRS}); from S select json:getObject(t, '$.items[?(@.id > 1)]') as x insert into Out;"
+        )
+
+
+def test_invalid_json_fails_the_chunk() -> None:
+    plan = f"define stream S ({ATTRS}); from S select json:getString(t, '$.a') as x insert into Out;"
+    with pytest.raises(engine.ProcessingError, match="The input JSON is not a valid JSON"):
+        run(plan, [{"stream": "S", "timestamp": 1000, "data": [1, 0, 0.0, 0.0, "", "{bad"]}])
