@@ -87,6 +87,26 @@ def java_regex(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
+def java_split(pattern: re.Pattern[str], text: str) -> list[str]:
+    """Java's String.split(regex): no match gives the text; a zero-width match at the start
+    makes no leading empty piece; trailing empty pieces are dropped."""
+    pieces: list[str] = []
+    start = 0
+    for m in pattern.finditer(text):
+        if m.end() == 0:
+            continue
+        if m.start() == m.end() and m.start() >= len(text):
+            break
+        pieces.append(text[start : m.start()])
+        start = m.end()
+    if not pieces:
+        return [text]
+    pieces.append(text[start:])
+    while pieces and pieces[-1] == "":
+        pieces.pop()
+    return pieces
+
+
 def _substring(s: str, begin: int, end: int | None = None) -> str:
     stop = len(s) if end is None else end
     if begin < 0 or stop > len(s) or begin > stop:
