@@ -163,10 +163,12 @@ class ExpressionCompiler:
         if isinstance(expr, IsNull):
             if isinstance(expr.operand, Variable) and expr.operand.stream is None:
                 src = scope.find_source(expr.operand.attribute)
+                # `e1 is null` in a pattern, `t is null` for a join side (Siddhi's
+                # IsNullStream): a name that is a source's and no attribute's
                 if (
                     src is not None
-                    and src.indexed_row is not None
-                    and src.index_of(expr.operand.attribute) is None
+                    and all(s.index_of(expr.operand.attribute) is None for s in scope.sources)
+                    and expr.operand.attribute not in scope.outputs
                 ):
                     return self.stream_is_null(IsNullStream(expr.operand.attribute, span=expr.span), scope)
             inner = self.compile(expr.operand, scope)
