@@ -163,10 +163,12 @@ class ExpressionCompiler:
         if isinstance(expr, IsNull):
             if isinstance(expr.operand, Variable) and expr.operand.stream is None:
                 src = scope.find_source(expr.operand.attribute)
+                # `e1 is null` in a pattern, `t is null` for a join side (Siddhi's
+                # IsNullStream): a name that is a source's and no attribute's
                 if (
                     src is not None
-                    and src.indexed_row is not None
-                    and src.index_of(expr.operand.attribute) is None
+                    and all(s.index_of(expr.operand.attribute) is None for s in scope.sources)
+                    and expr.operand.attribute not in scope.outputs
                 ):
                     return self.stream_is_null(IsNullStream(expr.operand.attribute, span=expr.span), scope)
             inner = self.compile(expr.operand, scope)
@@ -205,6 +207,11 @@ class ExpressionCompiler:
             return Compiled(code, code, kind)
         if v.stream is not None:
             src = scope.find_source(v.stream)
+            if src is None and scope.lenient_qualifiers and len(scope.sources) == 1:
+                only = scope.sources[0]
+                j = only.index_of(v.attribute)
+                if j is not None and only.indexed_row is None:
+                    return self._access(only, j, Variable(v.attribute, span=v.span))
             if src is None:
                 return self.error(
                     f"unknown stream or reference '{v.stream}'",

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from engine.plan import ext_functions
 from engine.plan.expressions import Compiled, ExpressionCompiler
 from engine.query.expressions import FunctionCall, IsNullStream, Variable
 from engine.types import NUMERIC_TYPES, AttrType
@@ -289,4 +290,5 @@ def default_registry() -> FunctionRegistry:
     reg.register("eventTimestamp", _event_timestamp)
     reg.register("sizeOfSet", _size_of_set)
     reg.register("createSet", _create_set)
+    ext_functions.register(reg)
     return reg

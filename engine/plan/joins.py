@@ -59,14 +59,22 @@ def _side(ctx: PlanContext, si: SingleInput, inner: dict[str, StreamInfo] | None
         if isinstance(h, StreamFunction):
             comp.error(f"stream function #{h.call.qualified_name}() is not supported", h.span)
     scope = Scope([Source((si.ref,), info.attributes, "r", stream=si.stream)], event_ts="_et")
-    if kind in ("table", "aggregation") and (si.window is not None or si.handlers or si.post_handlers):
-        comp.error(f"{kind} '{si.stream}' cannot have a window or filter in a join", si.span)
+    if kind in ("table", "aggregation") and (
+        (kind == "aggregation" and si.window is not None) or si.handlers or si.post_handlers
+    ):
+        what = "a window or filter" if kind == "aggregation" else "a filter"
+        comp.error(f"{kind} '{si.stream}' cannot have {what} in a join", si.span)
         raise PlanError
     if kind == "window" and si.window is not None:
         comp.error(f"named window '{si.stream}' cannot have another window", si.window.span)
         raise PlanError
     pre = compile_filter_condition(comp, si.handlers, scope)
     window = plan_window(si.window.call, scope, comp) if si.window is not None else None
+    if kind == "table":
+        # Siddhi checks a table's window in a join, then replaces the side's processor chain
+        # with the table lookup (JoinInputStreamParser: setProcessorChain(TableWindowProcessor)):
+        # the window does nothing. WSO2's API Manager analytics join `T#window.time(10 min)`.
+        window = None
     post = compile_filter_condition(comp, si.post_handlers, scope)
     if ctx.errors:
         raise PlanError

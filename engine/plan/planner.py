@@ -79,7 +79,10 @@ class Planner:
             kind = type(d).__name__.replace("Definition", "").lower()
             if isinstance(d, PartitionDefinition):
                 continue
-            if d.name in seen and not (isinstance(d, StreamDefinition) and self._same_stream(d)):
+            if d.name in seen and not (
+                (isinstance(d, StreamDefinition) and self._same_stream(d))
+                or (isinstance(d, TriggerDefinition) and self._trigger_stream(d))
+            ):
                 prev_kind, prev_span = seen[d.name]
                 ctx.errors.add(
                     f"'{d.name}' is already defined as a {prev_kind} at line {prev_span.line}",
@@ -131,6 +134,20 @@ class Planner:
             if planned is not None:
                 ctx.aggregations[d.name], ctx.aggregation_infos[d.name] = planned
                 self.aggregation_sources[d.name] = d.source.stream  # type: ignore[attr-defined]
+
+    def _trigger_stream(self, d: TriggerDefinition) -> bool:
+        """A trigger may take the name of a stream defined as exactly `(triggered_time long)`
+        with no annotations: Siddhi's SiddhiApp.defineTrigger checks the trigger's stream as a
+        duplicate definition, and an equal one is no duplicate."""
+        prev = next(
+            (p for p in self.app.definitions if p.name == d.name and isinstance(p, StreamDefinition)), None
+        )
+        return (
+            prev is not None
+            and not prev.annotations
+            and [(a.name, a.type) for a in prev.attributes] == [("triggered_time", AttrType.LONG)]
+            and sum(1 for p in self.app.definitions if p.name == d.name) == 2
+        )
 
     def _same_stream(self, d: StreamDefinition) -> bool:
         prev = self.ctx.streams.get(d.name)

@@ -17,7 +17,7 @@ from engine.plan.fusion import FollowedByFusion, WindowFusion, window_fusion
 from engine.plan.ratelimits import plan_rate_limiter
 from engine.plan.scope import Scope, Source
 from engine.plan.selector import SelectorPlan, compile_selector
-from engine.plan.stream_functions import is_supported, plan_handlers
+from engine.plan.stream_functions import added_attributes, is_supported, plan_handlers
 from engine.plan.tables import insert_into_table, plan_table_output
 from engine.plan.windows import WindowPlan, plan_window
 from engine.query.queries import (
@@ -409,21 +409,43 @@ def plan_single_query(
     comp = ctx.compiler()
     info = resolve_input(ctx, si, inner_streams)
     names = tuple(dict.fromkeys([si.stream, si.ref, f"#{si.stream}" if si.inner else si.stream]))
-    source = Source(names, info.attributes, "r", stream=si.stream, inner=si.inner)
-    scope = Scope([source], event_ts="_et")
     current_on, expired_on = output_flags(query)
 
     for h in si.handlers + si.post_handlers:
         if isinstance(h, StreamFunction) and not is_supported(h):
             comp.error(f"stream function #{h.call.qualified_name}() is not supported", h.span)
+    for h in si.post_handlers:
+        if isinstance(h, StreamFunction) and added_attributes([h]):
+            comp.error(f"#{h.call.qualified_name}() must come before the window", h.span)
+    # each #str:tokenize appends `token`: the handlers after it, the window and the select
+    # see the widened event
+    scopes: list[Scope] = []
+    added = added_attributes(si.handlers)
+    for k in range(len(added) + 1):
+        wide = StreamInfo(
+            info.name, info.names + [n for n, _ in added[:k]], info.types + [t for _, t in added[:k]]
+        )
+        src = Source(names, wide.attributes, "r", stream=si.stream, inner=si.inner)
+        scopes.append(Scope([src], event_ts="_et", lenient_qualifiers=ctx.legacy))
+    if added:
+        info = StreamInfo(
+            info.name,
+            info.names + [n for n, _ in added],
+            info.types + [t for _, t in added],
+            info.span,
+            info.implicit,
+            info.kind,
+        )
+    source = scopes[-1].sources[0]
+    scope = scopes[-1]
     arity = len(info.attributes)
 
-    def make_filter(run: list[Any]) -> Callable[..., Any] | None:
-        cond = compile_filter_condition(comp, run, scope)
+    def make_filter(run: list[Any], at: Scope) -> Callable[..., Any] | None:
+        cond = compile_filter_condition(comp, run, at)
         return filter_function(cond, ctx.namespace, "_et" in cond.fast, arity) if cond is not None else None
 
-    pre_handlers = plan_handlers(si.handlers, scope, comp, ctx.app_name, name, make_filter)
-    post_handlers = plan_handlers(si.post_handlers, scope, comp, ctx.app_name, name, make_filter)
+    pre_handlers = plan_handlers(si.handlers, scopes, comp, ctx.app_name, name, make_filter)
+    post_handlers = plan_handlers(si.post_handlers, [scope], comp, ctx.app_name, name, make_filter)
     pre = compile_filter_condition(comp, si.handlers, scope) if pre_handlers is None else None
     window: WindowPlan | None = None
     if si.window is not None:

@@ -49,6 +49,9 @@ class Scope:
     event_ts: str = "t"  # code for the current event's timestamp (eventTimestamp())
     # Pattern state filters: unqualified names belong to this state's stream first.
     default_source: Source | None = None
+    # A CEP 4 (Siddhi 3.x) single-stream query: Siddhi before 4.3.19 read `X.attr` and
+    # `e3[last].attr` by the attribute's name alone when X named nothing in scope.
+    lenient_qualifiers: bool = False
 
     def find_source(self, name: str) -> Source | None:
         for s in self.sources + self.qualified_only:
@@ -57,7 +60,15 @@ class Scope:
         return None
 
     def with_outputs(self, outputs: dict[str, tuple[str, AttrType]], prefer: bool = True) -> Scope:
-        return Scope(self.sources, outputs, prefer, self.qualified_only, self.event_ts, self.default_source)
+        return Scope(
+            self.sources,
+            outputs,
+            prefer,
+            self.qualified_only,
+            self.event_ts,
+            self.default_source,
+            self.lenient_qualifiers,
+        )
 
     def with_qualified(self, extra: list[Source]) -> Scope:
         return Scope(
@@ -67,4 +78,5 @@ class Scope:
             self.qualified_only + extra,
             self.event_ts,
             self.default_source,
+            self.lenient_qualifiers,
         )

@@ -335,7 +335,10 @@ def _make_row(
         set_scope = Scope(scope.sources, qualified_only=scope.qualified_only, event_ts="_et")
         for assignment in out.set:
             v = assignment.variable
-            if v.stream not in (None, target) or v.attribute not in info.names:
+            # Siddhi takes only the attribute name of a set target (InMemoryTable and
+            # AbstractRecordTable read getTableVariable().getAttributeName()): a qualifier that
+            # is not the table's name, as in WSO2's API Manager analytics, is not checked.
+            if v.attribute not in info.names:
                 comp.error(f"'set' must assign a column of table '{target}'", v.span)
                 continue
             col = info.names.index(v.attribute)

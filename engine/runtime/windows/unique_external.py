@@ -128,5 +128,8 @@ register(
             ),
         ),
         batch=True,
-    )
+    ),
+    # Siddhi 3.x (CEP 4) had this window in core under this name; the unique extension is
+    # its port (the same algorithm), as WSO2's API Manager 2.x analytics use it
+    "uniqueExternalTimeBatch",
 )

@@ -75,3 +75,45 @@ def test_bare_number_within_marks_the_plan_as_cep3() -> None:
     app = engine.parse(PATTERN.format(within="10000"))
     assert app.legacy
     assert not engine.parse(PATTERN.format(within="10 sec")).legacy
+
+
+LENIENT = """
+@Plan:name('p')
+define stream S (user string, ts long);
+define table T (user string);
+from S[not((user == T.user) in T)]
+select e3[last].ts as at, T.user as who, Nope.ts as t2
+insert into Out;
+"""
+
+
+def test_cep4_single_stream_query_reads_an_unknown_qualifier_by_attribute_name() -> None:
+    """Siddhi 3.x (CEP 4) and Siddhi 4 before 4.3.19 read `X.attr` in a one-stream query by the
+    attribute's name when X names nothing in scope (WSO2's IS and API Manager analytics wrote
+    `e3[last].timestamp` and `Table.col` so); a CEP 4 plan keeps that."""
+    c = run(LENIENT, [{"stream": "S", "timestamp": 1000, "data": ["ann", 7]}])
+    assert c.rows("Out") == [(7, "ann", 7)]
+
+
+def test_siddhi4_plan_still_refuses_an_unknown_qualifier() -> None:
+    with pytest.raises(engine.QueryError, match="unknown stream or reference 'e3'"):
+        engine.compile(LENIENT.replace("@Plan:name('p')", "@App:name('p')"))
+
+
+def test_siddhi3_core_unique_external_time_batch_is_the_unique_extensions_window() -> None:
+    """`#window.uniqueExternalTimeBatch(...)` (Siddhi 3.x core) runs as
+    `#window.unique:externalTimeBatch(...)`, the extension that ported it."""
+    items = [
+        {"stream": "S", "timestamp": 1000, "data": [k, ts]}
+        for k, ts in (("a", 1000), ("b", 1200), ("a", 1500), ("c", 2100), ("a", 2500), ("d", 3200))
+    ]
+    outs = []
+    for window in ("uniqueExternalTimeBatch", "unique:externalTimeBatch"):
+        plan = (
+            "@Plan:name('p') define stream S (k string, ts long);"
+            f"from S#window.{window}(k, ts, 1 sec, 0, 0, true) select k, ts, count() as n insert into Out;"
+        )
+        outs.append(run(plan, items).rows("Out"))
+    # a batch keeps the latest event per key in first-seen key order; the timestamps become the
+    # batch end (the last parameter); count() over the batch of unique keys
+    assert outs[0] == outs[1] == [("b", 2000, 2), ("a", 3000, 2)]

@@ -26,6 +26,22 @@ def test_periodic_start_and_cron_triggers() -> None:
     assert c.rows("Cron") == [(2000,)]  # cron fires on whole seconds of the playback clock
 
 
+def test_trigger_may_take_the_name_of_its_own_stream_definition() -> None:
+    """Siddhi lets `define trigger T` follow `define stream T (triggered_time long)` (an equal
+    stream is no duplicate), as WSO2's IS analytics do; any other stream of that name is one."""
+    plan = (
+        "define stream Tick (triggered_time long); define trigger Tick at every 500 milliseconds;"
+        "from Tick select triggered_time as t insert into Out;"
+    )
+    assert run(plan, [{"time": 2100}]).rows("Out") == [(1500,), (2000,)]
+    for other in (
+        "define stream Tick (t long);",
+        "@Async(buffer.size='8') define stream Tick (triggered_time long);",
+    ):
+        with pytest.raises(engine.QueryError, match="'Tick' is already defined as a stream"):
+            engine.compile(other + "define trigger Tick at every 500 milliseconds;")
+
+
 def test_bad_cron_expression_is_rejected() -> None:
     with pytest.raises(engine.QueryError, match="cron"):
         engine.compile("define trigger T at '61 * * * * ?';")

@@ -97,6 +97,37 @@ def test_join_with_a_table() -> None:
     assert c.rows("Out") == [("b", 2)]
 
 
+def test_a_join_side_is_null_checks_the_event() -> None:
+    """Siddhi's `t is null` on a join reference: true where an outer join found no event
+    (the siddhi-io null example); `t.v is null` checks the attribute."""
+    plan = (
+        "define stream S (k string); define stream Add (k string, v int); define table T (k string, v int);"
+        "from Add insert into T;"
+        "from S as s left outer join T as t on s.k == t.k"
+        " select s.k, t is null as noT, s is null as noS, t.v is null as noV insert into Out;"
+    )
+    items = [ev("Add", 1000, "a", 1), ev("S", 1001, "a"), ev("S", 1002, "c")]
+    assert run(plan, items).rows("Out") == [("a", False, False, False), ("c", True, False, True)]
+
+
+def test_a_tables_window_in_a_join_does_nothing_as_in_siddhi() -> None:
+    """Siddhi replaces a table side's processor chain with the table lookup, so
+    `T#window.time(10 min)` reads the whole table; a filter on the table is refused."""
+    base = (
+        "define stream S (k string); define stream Add (k string, v int); define table T (k string, v int);"
+    )
+    plan = base + (
+        "from Add insert into T;"
+        "from S left outer join T#window.length(1) as t on S.k == t.k select S.k, t.v insert into Out;"
+    )
+    items = [ev("Add", 1000, "a", 1), ev("Add", 1001, "b", 2), ev("S", 1002, "a"), ev("S", 1003, "c")]
+    assert run(plan, items).rows("Out") == [("a", 1), ("c", None)]
+    with pytest.raises(engine.QueryError, match="table 'T' cannot have a filter in a join"):
+        engine.compile(base + "from S join T[v > 1] on S.k == T.k select S.k insert into Out;")
+    with pytest.raises(engine.QueryError, match="unknown window"):
+        engine.compile(base + "from S join T#window.nope(1) on S.k == T.k select S.k insert into Out;")
+
+
 @pytest.mark.parametrize(
     ("query", "words"),
     [

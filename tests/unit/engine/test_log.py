@@ -4,6 +4,7 @@ record, the priority's level, events passed on unchanged, handler order, bad arg
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 
@@ -122,3 +123,64 @@ def test_bad_arguments_are_positioned_query_errors(handler: str, message: str) -
     assert message in str(err.value)
     assert err.value.line == 3
     assert err.value.col >= 16
+
+
+@pytest.mark.parametrize(
+    "handler",
+    ["#throughput:throughput(volume, 'both')", "#externalTimeBatch(volume, 1 sec)", "#log()#geo:x(1, 2)"],
+)
+def test_an_unsupported_stream_function_is_one_error_not_a_bad_log(handler: str) -> None:
+    """Another stream function is refused as not supported, and only that: it is not read as
+    a #log() with the wrong arguments."""
+    with pytest.raises(engine.QueryError) as err:
+        engine.compile(S + f"from StockStream{handler} select * insert into Out;")
+    messages = [d.message for d in err.value.errors]
+    assert len(messages) == 1 and "is not supported" in messages[0], messages
+
+
+TOKENS = "define stream T (user string, roles string);\n"
+
+
+def test_str_tokenize_makes_one_event_per_token() -> None:
+    """siddhi-execution-string's #str:tokenize: one event per piece of the input split at the
+    regex (Java's String.split drops trailing empty pieces), the piece as `token`; the
+    handlers after it see `token`, those before it do not."""
+    plan = TOKENS + (
+        "from T[user != 'x']#str:tokenize(roles, ',')[token != '']"
+        " select user, token insert into Out;"
+        "from T#str:tokenize(roles, '\\s*;\\s*', true) select token insert into D;"
+    )
+    c = run(
+        plan,
+        [
+            {"stream": "T", "timestamp": 1000, "data": ["ann", "a,b,,a,,"]},
+            {"stream": "T", "timestamp": 1001, "data": ["x", "c"]},
+            {"stream": "T", "timestamp": 1002, "data": ["bob", "q ; r;q"]},
+        ],
+    )
+    assert c.rows("Out") == [("ann", "a"), ("ann", "b"), ("ann", "a"), ("bob", "q ; r;q")]
+    assert c.rows("D") == [("a,b,,a,,",), ("c",), ("q",), ("r",)]
+
+
+def test_str_tokenize_feeds_a_window_and_aggregates() -> None:
+    plan = (
+        TOKENS
+        + "from T#str:tokenize(roles, ',')#window.lengthBatch(3) select token, count() as n insert into W;"
+    )
+    c = run(plan, [{"stream": "T", "timestamp": 1000, "data": ["ann", "a,b,c,d"]}])
+    assert c.rows("W") == [("c", 3)]
+
+
+@pytest.mark.parametrize(
+    ("handler", "message"),
+    [
+        ("[token != '']#str:tokenize(roles, ',')", "unknown attribute 'token'"),
+        ("#str:tokenize(roles, user)", "the regex of str:tokenize() must be a constant string"),
+        ("#str:tokenize(roles)", "str:tokenize() takes 2 or 3 arguments, got 1"),
+        ("#str:tokenize(roles, '(')", "str:tokenize(): bad regular expression"),
+        ("#window.length(2)#str:tokenize(roles, ',')", "must come before the window"),
+    ],
+)
+def test_str_tokenize_mistakes(handler: str, message: str) -> None:
+    with pytest.raises(engine.QueryError, match=re.escape(message)):
+        engine.compile(TOKENS + f"from T{handler} select user insert into Out;")

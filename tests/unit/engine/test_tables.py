@@ -95,6 +95,23 @@ def test_update_or_insert_inserts_then_updates() -> None:
     assert table_rows(plan, items) == [("a", 2.0, 2), ("b", 3.0, 3)]
 
 
+def test_set_target_qualifier_is_not_checked_as_in_siddhi() -> None:
+    """Siddhi assigns a set target by its attribute name alone: `set Config.price = price` on
+    table `ConfigTable` (a qualifier naming no table, as WSO2's API Manager analytics wrote it)
+    sets the column `price`; a name that is no column is still refused."""
+    plan = (
+        DEFS + "define table T (sym string, price double, vol long); from Add insert into T;"
+        "from Upd update T set Other.price = price on T.sym == sym;"
+    )
+    items = [ev("Add", 1000, "a", 1.0, 5), ev("Upd", 1001, "a", 7.5)]
+    assert table_rows(plan, items) == [("a", 7.5, 5)]
+    with pytest.raises(engine.QueryError, match="must assign a column of table 'T'"):
+        engine.compile(
+            DEFS
+            + "define table T (sym string, price double); from Upd update T set Other.nope = price on T.sym == sym;"
+        )
+
+
 def test_table_updates_are_seen_by_later_events_of_the_same_chunk() -> None:
     plan = (
         DEFS
