@@ -1,0 +1,169 @@
+"""`cepheus run --engine spark` on `local[2]` gives the local engine's output, stream by
+stream in the same order: every conformance case, the seeds, each input format."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from click.testing import CliRunner
+
+from app.cli import main
+from app.replay import ReplayError, first_timestamp, replay
+from app.spark.runner import run_on_spark
+from tests.support.conformance import load_cases
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[3]
+SEEDS = Path("/work/shared/seeds") if Path("/work/shared/seeds").is_dir() else ROOT / "samples" / "seeds"
+CASES = load_cases("dev.jsonl")
+
+
+def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def local_run(plan: str, path: Path) -> list[str]:
+    out = io.StringIO()
+    with open(path, encoding="utf-8") as f:
+        replay(plan, enumerate(f, 1), out, first_time=lambda: first_timestamp(str(path)))
+    return out.getvalue().splitlines()
+
+
+def spark_run(spark: SparkSession, plan: str, path: Path | str, **kw: Any) -> list[str]:
+    out = io.StringIO()
+    run_on_spark(plan, str(path), out, spark=spark, parallelism=2, **kw)
+    return out.getvalue().splitlines()
+
+
+def per_stream(lines: list[str]) -> dict[str, list[str]]:
+    got: dict[str, list[str]] = {}
+    for line in lines:
+        got.setdefault(json.loads(line)["stream"], []).append(line)
+    return got
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_conformance_case_gives_the_local_output_on_spark(
+    spark: SparkSession, case: dict[str, Any], tmp_path: Path
+) -> None:
+    events = _write_jsonl(tmp_path / "events.jsonl", case["events"])
+    expected = local_run(case["plan"], events)
+    assert per_stream(spark_run(spark, case["plan"], events)) == per_stream(expected)
+
+
+def _temperatures(n: int, seed: int = 7) -> list[dict[str, Any]]:
+    rnd = random.Random(seed)
+    t = 1000
+    out: list[dict[str, Any]] = []
+    for _ in range(n):
+        t += rnd.choice([0, 500, 1000, 3000])
+        room = rnd.choice([100, 101, 105, 109, 110, 120])
+        out.append(
+            {
+                "stream": "TempStream",
+                "timestamp": t,
+                "data": [rnd.randint(1, 5), room, round(rnd.uniform(20, 60), 1)],
+            }
+        )
+    out.append({"time": t + 700_000})
+    return out
+
+
+def test_temperature_seed_runs_group2_in_two_tasks_with_the_local_results(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    plan = (SEEDS / "temperature" / "plan.siddhi").read_text(encoding="utf-8")
+    events = _write_jsonl(tmp_path / "temp.jsonl", _temperatures(600))
+    out = io.StringIO()
+    report = run_on_spark(plan, str(events), out, spark=spark)
+    assert ("query4", 2) in report.groups and ("main", 1) in report.groups
+    got = per_stream(out.getvalue().splitlines())
+    expected = per_stream(local_run(plan, events))
+    assert set(expected) == {"AvgTempStream", "AlertStream", "HighTempStream"}
+    assert got == expected
+
+
+def test_rising_temperature_over_several_input_partitions_finds_every_local_alert(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    plan = (SEEDS / "rising-temperature" / "plan.siddhi").read_text(encoding="utf-8")
+    rnd = random.Random(3)
+    events = [
+        {"stream": "TempStream", "timestamp": 1000 + i * 10, "data": [round(rnd.uniform(10, 30), 1)]}
+        for i in range(900)
+    ]
+    whole = _write_jsonl(tmp_path / "all.jsonl", events)
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    for n in range(6):  # six files: six input partitions at least
+        _write_jsonl(parts / f"part-{n:02d}.jsonl", events[n * 150 : (n + 1) * 150])
+    expected = local_run(plan, whole)
+    assert len(expected) > 100
+    assert spark_run(spark, plan, parts) == expected
+    assert spark_run(spark, plan, str(parts / "part-*.jsonl")) == expected
+
+
+def test_csv_and_parquet_inputs_give_the_jsonl_output(spark: SparkSession, tmp_path: Path) -> None:
+    plan = (SEEDS / "temperature" / "plan.siddhi").read_text(encoding="utf-8")
+    events = [e for e in _temperatures(300, seed=11) if "stream" in e]
+    jsonl = _write_jsonl(tmp_path / "t.jsonl", events)
+    rows = [
+        {
+            "stream": e["stream"],
+            "timestamp": e["timestamp"],
+            "deviceID": e["data"][0],
+            "roomNo": e["data"][1],
+            "temp": e["data"][2],
+        }
+        for e in events
+    ]
+    csv = tmp_path / "t.csv"
+    csv.write_text(
+        "stream,timestamp,deviceID,roomNo,temp\n"
+        + "".join(f"{r['stream']},{r['timestamp']},{r['deviceID']},{r['roomNo']},{r['temp']}\n" for r in rows)
+    )
+    parquet = tmp_path / "t.parquet"
+    spark.createDataFrame(rows).select("stream", "timestamp", "deviceID", "roomNo", "temp").coalesce(
+        1
+    ).write.parquet(str(parquet))
+    expected = per_stream(spark_run(spark, plan, jsonl))
+    assert expected == per_stream(local_run(plan, jsonl))
+    assert per_stream(spark_run(spark, plan, csv)) == expected
+    assert per_stream(spark_run(spark, plan, parquet)) == expected
+
+
+def test_a_bad_line_is_reported_with_its_file_and_line(spark: SparkSession, tmp_path: Path) -> None:
+    plan = "define stream S (v int); from S select v insert into O;"
+    path = tmp_path / "bad.jsonl"
+    path.write_text(
+        '{"stream": "S", "timestamp": 1000, "data": [1]}\n\n{"stream": "S", "timestamp": 1001, "data": ["x"]}\n'
+    )
+    with pytest.raises(ReplayError, match=r"bad.jsonl:3: .*attribute 'v'"):
+        spark_run(spark, plan, path)
+
+
+def test_cli_runs_the_plan_with_engine_spark(spark: SparkSession, tmp_path: Path) -> None:
+    plan = tmp_path / "plan.siddhi"
+    plan.write_text(
+        "define stream S (k string, v int); partition with (k of S) begin from S#window.length(2) select k, sum(v) as total insert into O; end;"
+    )
+    events = _write_jsonl(
+        tmp_path / "e.jsonl",
+        [{"stream": "S", "timestamp": 1000 + i, "data": ["ab"[i % 2], i]} for i in range(20)],
+    )
+    out = tmp_path / "out.jsonl"
+    result = CliRunner().invoke(
+        main, ["run", str(plan), "--input", str(events), "--output", str(out), "--engine", "spark"]
+    )
+    assert result.exit_code == 0, result.output
+    assert out.read_text().splitlines() == local_run(plan.read_text(), events)
