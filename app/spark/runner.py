@@ -22,8 +22,8 @@ import logging
 import os
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from functools import partial
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import IO, TYPE_CHECKING, Any
 
 import engine

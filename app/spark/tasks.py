@@ -101,11 +101,16 @@ class _TaggedRecorder(Recorder):
 
 
 def run_items(
-    plan: str, start_time: int | None, outputs: Iterable[str], items: Iterable[Item], markers: list[Item]
+    plan: str | engine.Runtime,
+    start_time: int | None,
+    outputs: Iterable[str],
+    items: Iterable[Item],
+    markers: list[Item],
 ) -> Iterator[Output]:
-    """Run `plan` over `items` (sorted by index) and `markers` (every clock marker of the
-    input, sorted); yield what reaches `outputs`, tagged."""
-    rt = engine.compile(plan, start_time=start_time)
+    """Run `plan` (its text, or a runtime just compiled or restored) over `items` (sorted
+    by index) and `markers` (every clock marker of the input, sorted); yield what reaches
+    `outputs`, tagged."""
+    rt = engine.compile(plan, start_time=start_time) if isinstance(plan, str) else plan
     tagger = Tagger(rt._scheduler)
     emitted: list[Output] = []
     recorder = _TaggedRecorder(tagger, emitted)
@@ -136,7 +141,8 @@ def run_items(
             emitted.clear()
     flush()
     yield from emitted
-    rt.shutdown()
+    if isinstance(plan, str):
+        rt.shutdown()
 
 
 def decode(data: str) -> Any:
