@@ -5,7 +5,10 @@ them as a stream and records in its checkpoint which files it has taken, so a qu
 restarted from its checkpoint reads each event exactly once. Each file is written under
 a hidden name, flushed to disk, then renamed into place: the source never sees half a
 file. Every line carries `i`, the event's place in the input (increasing across files),
-by which each key's events are put back in order inside Spark.
+by which each key's events are put back in order inside Spark. Spark's file source takes
+files in modification-time order (milliseconds, ties in no set order), so each file gets a
+modification time 1 ms past the previous one's: a micro-batch limited to a few files
+(`maxFilesPerTrigger`) always takes the oldest, never a later file before an earlier one.
 
 `HandOffHandler` is a Data Bridge (Thrift) receiver handler that hands every published
 event over. Imports adapters (the handler protocol) and nothing of pyspark.
@@ -38,10 +41,13 @@ class HandOff:
         os.makedirs(directory, exist_ok=True)
         self._lock = threading.Lock()
         self._next = 0
+        self._mtime_ms = 0
         for name in os.listdir(directory):
             m = _NAME.match(name)
             if m:
                 self._next = max(self._next, int(m.group(1)) + int(m.group(2)))
+                mtime = os.stat(os.path.join(directory, name)).st_mtime_ns // 1_000_000
+                self._mtime_ms = max(self._mtime_ms, mtime)
 
     @property
     def next_index(self) -> int:
@@ -63,6 +69,9 @@ class HandOff:
                     f.write("\n")
                 f.flush()
                 os.fsync(f.fileno())
+            mtime = max(os.stat(tmp).st_mtime_ns // 1_000_000, self._mtime_ms + 1)
+            os.utime(tmp, ns=(mtime * 1_000_000, mtime * 1_000_000))
+            self._mtime_ms = mtime
             os.rename(tmp, os.path.join(self.directory, name))
             self._next = first + len(events)
             return first
