@@ -260,8 +260,9 @@ def _register_commands() -> None:
     from app.commands.registry import COMMANDS
     from app.commands.server import server
     from app.commands.snapshot import snapshot
+    from app.commands.spark import spark
 
-    for command in (*COMMANDS, server, publish, snapshot, cluster, query):
+    for command in (*COMMANDS, server, publish, snapshot, cluster, query, spark):
         main.add_command(command)
 
 

@@ -17,6 +17,7 @@ engine's output.
 from __future__ import annotations
 
 import glob
+import heapq
 import json
 import logging
 import os
@@ -254,7 +255,11 @@ def _numbered_row(fileno: int, row: Any) -> tuple[int, dict[str, Any]]:
 def _read(spark: SparkSession, plan: str, files: list[str], fmt: str) -> RDD[tuple[Any, ...]]:
     sc = spark.sparkContext
     if fmt == "jsonl":
-        per_file = [sc.textFile(f, minPartitions=1).map(partial(_numbered, n)) for n, f in enumerate(files)]
+        # a file is read in up to `defaultParallelism` splits: parsing runs on every core
+        splits = max(1, sc.defaultParallelism // len(files))
+        per_file = [
+            sc.textFile(f, minPartitions=splits).map(partial(_numbered, n)) for n, f in enumerate(files)
+        ]
         lines = sc.union(per_file).filter(lambda p: p[1].strip() != "")
         return lines.zipWithIndex().mapPartitions(lambda rows: _parse_lines(plan, rows))
     reader = spark.read.option("header", "true") if fmt == "csv" else spark.read
@@ -372,16 +377,20 @@ def _run_group(
             yield (tag, task, order, line)
 
     got = spread.mapPartitionsWithIndex(run).collect()
-    if n > 1:
-        got.sort(key=lambda r: (r[0], r[1], r[2]))
-    return got
+    if n == 1:
+        return got
+    # each task's outputs come (nearly) in tag order: sort each (linear when sorted), merge
+    per_task: list[list[tuple[Any, ...]]] = [[] for _ in range(n)]
+    for r in got:
+        per_task[r[1]].append(r)
+    for outs in per_task:
+        outs.sort(key=lambda r: (r[0], r[2]))
+    return list(heapq.merge(*per_task, key=lambda r: r[0]))
 
 
 def _write(groups: list[list[tuple[Any, ...]]], out: IO[str]) -> int:
     """Each group's events in its order; groups interleaved by tag (each stream comes
     from one group, so only the order across streams depends on the interleaving)."""
-    import heapq
-
     written = 0
     for _, _, _, line in heapq.merge(*groups, key=lambda r: r[0]):
         out.write(line + "\n")

@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import re
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -43,6 +44,7 @@ log = logging.getLogger(__name__)
 KEYED_SCHEMA = "i long, stream string, ts long, data string, key string"
 OUTPUT_SCHEMA = "i long, n long, stream string, line string"
 STATE_SCHEMA = "blob binary"
+STATUS_FILE = "cepheus-status.json"  # in the checkpoint directory: what `cepheus spark status` reads
 
 
 def _keyed_rows(group: Group, frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
@@ -189,6 +191,7 @@ class SparkDeployment:
             if group.name in self.queries and self.queries[group.name].isActive:
                 continue
             self.queries[group.name] = self._start(group)
+        self.write_status()
         return list(self.queries.values())
 
     def _start(self, group: Group) -> StreamingQuery:
@@ -237,13 +240,25 @@ class SparkDeployment:
             if not adapter.flush(timeout=60):
                 msg = f"plan '{self.name}': sink of stream '{stream}' did not write micro-batch {batch_id}"
                 raise SparkRunError(msg)
+        self.write_status()
+
+    def write_status(self) -> None:
+        """`status()` into the checkpoint directory (written whole, then renamed), for
+        `cepheus spark status` and the console to read without the Spark session."""
+        os.makedirs(self.checkpoint_dir, exist_ok=True)
+        path = os.path.join(self.checkpoint_dir, STATUS_FILE)
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(self.status(), f, indent=1, default=str)
+        os.replace(tmp, path)
 
     def status(self) -> dict[str, Any]:
         """What the CLI and the console show: the application, and per query its state and
-        last progress."""
+        last progress (rows/s in and processed, batch duration, state rows and bytes)."""
         sc = self.spark.sparkContext
         return {
             "plan": self.name,
+            "updated_ms": int(time.time() * 1000),
             "application": {"id": sc.applicationId, "name": sc.appName, "master": sc.master},
             "inflow": self.handoff_dir,
             "outflow": sorted(self.sinks),
@@ -279,3 +294,5 @@ class SparkDeployment:
         for q in self.queries.values():
             if q.isActive:
                 q.stop()
+        if self.queries:
+            self.write_status()

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import sqlalchemy as sa
+from click.testing import CliRunner
 
 from adapters.output.factory import build_adapter
 from adapters.thrift.client import DataBridgeClient
@@ -25,6 +26,7 @@ from adapters.thrift.definitions import parse_definition
 from adapters.thrift.events import WireEvent
 from adapters.thrift.server import DataBridgeServer
 from adapters.thrift.settings import ServerSettings
+from app.cli import main
 from app.replay import replay
 from app.spark.handoff import HandOff, HandOffHandler
 from app.spark.streaming import SparkDeployment
@@ -172,6 +174,10 @@ def test_thrift_to_spark_to_mariadb_exactly_once_across_a_crash(
         for a in first_sinks.values():
             a.stop(timeout=10)
 
+    shown = CliRunner().invoke(main, ["spark", "status", checkpoints])
+    assert shown.exit_code == 3, shown.output  # a query is down
+    assert "failed" in shown.output and "killed after the sink wrote" in shown.output
+
     second_sinks = _sinks(database)
     second = SparkDeployment(
         spark,
@@ -191,6 +197,9 @@ def test_thrift_to_spark_to_mariadb_exactly_once_across_a_crash(
         assert status["application"]["master"] == "local[2]"
         assert all(q["active"] for q in status["queries"]) and len(status["queries"]) == 2
         assert all(q["batch"] is not None for q in status["queries"])
+        shown = CliRunner().invoke(main, ["spark", "status", checkpoints])
+        assert shown.exit_code == 0, shown.output
+        assert "cepheus_rooms_main" in shown.output and "cepheus_rooms_partition1" in shown.output
         # the micro-batch written before the crash ran again, and its rows were skipped
         assert sum(a.stats.skipped for a in second_sinks.values()) > 0
     finally:
