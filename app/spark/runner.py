@@ -31,7 +31,7 @@ import engine
 from app.replay import default_start_time
 from app.spark.groups import Group, plan_groups
 from app.spark.session import SparkRunError, spark_session
-from app.spark.tasks import Item, Output, run_items
+from app.spark.tasks import Item, run_items
 from engine.types import AttrType
 
 if TYPE_CHECKING:
@@ -219,9 +219,7 @@ def _fill_timestamps(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, ...
         yield ("ok", idx, stream, ts, data)
 
 
-def _bucketed(
-    group: Group, parallel: int, items: Iterable[tuple[Any, ...]]
-) -> Iterator[tuple[tuple[int, int], Item]]:
+def _bucketed(group: Group, parallel: int, items: Iterable[tuple[Any, ...]]) -> Iterator[tuple[int, Item]]:
     """Each event of a keyed group with its task: its partition key's (a stable hash of
     it, so every event of a key meets the same runtime), or its timestamp's for a
     stateless query (events of one timestamp stay one chunk)."""
@@ -232,13 +230,13 @@ def _bucketed(
         keys = {s: rt.partition_key_function(group.keyed_by, s) for s in group.inputs}
     for _, idx, stream, ts, data in items:
         if rt is None:
-            yield (zlib.crc32(str(ts).encode()) % parallel, idx), (idx, stream, ts, data)
+            yield zlib.crc32(str(ts).encode()) % parallel, (idx, stream, ts, data)
             continue
         fn = keys.get(stream)
         if fn is None:
             continue
         for key in fn(rt.check_row(stream, data), ts):
-            yield (zlib.crc32(repr(key).encode()) % parallel, idx), (idx, stream, ts, data)
+            yield zlib.crc32(repr(key).encode()) % parallel, (idx, stream, ts, data)
 
 
 # ---- the run -------------------------------------------------------------------------------
@@ -324,7 +322,7 @@ def run_on_spark(
             groups = _only(groups, streams, plan)
         events = items.filter(lambda r: r[2] is not None)
         default_parallel = parallelism or sc.defaultParallelism
-        merged: list[list[tuple[Any, ...]]] = []
+        merged: list[list[tuple[Any, str]]] = []
         used: list[tuple[str, int]] = []
         for g in groups:
             if not g.outputs:
@@ -359,40 +357,66 @@ def _raise_first_error(summary: list[dict[str, Any]], files: list[str], fmt: str
         raise ReplayError(msg)
 
 
+_CHUNK = 50_000  # outputs a task sends to the driver in one piece
+
+
 def _run_group(
     g: Group, n: int, events: RDD[tuple[Any, ...]], markers: list[Item], start: int | None
-) -> list[tuple[Any, ...]]:
-    """One shuffle and one task per bucket; returns (tag, task, order, line) sorted."""
+) -> list[tuple[Any, str]]:
+    """One shuffle (events to their task by bucket) and one task per bucket, which sorts
+    its events by input index and runs them; returns (tag, line) in the local order."""
     plan, outputs = g.plan, list(g.outputs)
     if g.keyed:
         inputs = set(g.inputs)
         mine = events.filter(lambda r: r[2] in inputs).mapPartitions(lambda rows: _bucketed(g, n, rows))
     else:
-        mine = events.map(lambda r: ((0, r[1]), (r[1], r[2], r[3], r[4])))
-    spread = mine.repartitionAndSortWithinPartitions(n, lambda k: k[0])
+        mine = events.map(lambda r: (0, (r[1], r[2], r[3], r[4])))
+    # a partitioner on the bucket and a sort in the task: PySpark's own sorted shuffle
+    # (repartitionAndSortWithinPartitions) costs more than the engine's work here
+    spread = mine.partitionBy(n, _bucket)
 
-    def run(task: int, rows: Iterable[tuple[tuple[int, int], Item]]) -> Iterator[tuple[Any, ...]]:
-        outs: Iterator[Output] = run_items(plan, start, outputs, (item for _, item in rows), markers)
-        for tag, order, line in outs:
-            yield (tag, task, order, line)
+    def run(task: int, rows: Iterable[tuple[int, Item]]) -> Iterator[tuple[int, int, list[Any], list[str]]]:
+        items = sorted((item for _, item in rows), key=_index)
+        tags: list[Any] = []
+        lines: list[str] = []
+        piece = 0
+        for tag, _, line in run_items(plan, start, outputs, items, markers):
+            tags.append(tag)
+            lines.append(line)
+            if len(lines) >= _CHUNK:
+                yield task, piece, tags, lines
+                tags, lines, piece = [], [], piece + 1
+        yield task, piece, tags, lines
 
-    got = spread.mapPartitionsWithIndex(run).collect()
+    pieces = sorted(spread.mapPartitionsWithIndex(run).collect(), key=lambda p: (p[0], p[1]))
+    per_task: list[list[tuple[Any, str]]] = [[] for _ in range(n)]
+    for task, _, tags, lines in pieces:
+        per_task[task].extend(zip(tags, lines, strict=True))
     if n == 1:
-        return got
-    # each task's outputs come (nearly) in tag order: sort each (linear when sorted), merge
-    per_task: list[list[tuple[Any, ...]]] = [[] for _ in range(n)]
-    for r in got:
-        per_task[r[1]].append(r)
+        return per_task[0]
+    # a task's outputs come in tag order (sorting one that does is linear); merge the tasks
     for outs in per_task:
-        outs.sort(key=lambda r: (r[0], r[2]))
-    return list(heapq.merge(*per_task, key=lambda r: r[0]))
+        outs.sort(key=_tag)
+    return list(heapq.merge(*per_task, key=_tag))
 
 
-def _write(groups: list[list[tuple[Any, ...]]], out: IO[str]) -> int:
+def _bucket(b: int) -> int:
+    return b
+
+
+def _index(item: Item) -> int:
+    return item[0]
+
+
+def _tag(out: tuple[Any, str]) -> Any:
+    return out[0]
+
+
+def _write(groups: list[list[tuple[Any, str]]], out: IO[str]) -> int:
     """Each group's events in its order; groups interleaved by tag (each stream comes
     from one group, so only the order across streams depends on the interleaving)."""
     written = 0
-    for _, _, _, line in heapq.merge(*groups, key=lambda r: r[0]):
+    for _, line in heapq.merge(*groups, key=_tag):
         out.write(line + "\n")
         written += 1
     return written
