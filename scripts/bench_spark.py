@@ -31,6 +31,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+REPEAT = 3
+
 WORKLOADS: dict[str, str] = {
     "partitioned pattern": """
 define stream Temp (room string, temp double);
@@ -103,15 +105,19 @@ def one_master(master: str, path: str, n: int) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for name, plan in WORKLOADS.items():
         run_on_spark(plan, path, io.StringIO(), spark=spark)  # warm-up: Python workers
-        t = time.perf_counter()
-        report = run_on_spark(plan, path, io.StringIO(), spark=spark, parallelism=cores)
-        spark_s = time.perf_counter() - t
-        t = time.perf_counter()
-        with open(path, encoding="utf-8") as f:
-            local_out = replay(plan, enumerate(f, 1), io.StringIO(), start_time=1000)
-        local_s = time.perf_counter() - t
+        spark_s = local_s = float("inf")
+        df_s: float | None = float("inf")
         dataframe_equivalent(spark, name, path)  # warm-up
-        df_s = dataframe_equivalent(spark, name, path)
+        for _ in range(REPEAT):  # best of REPEAT: the machine is shared, timings vary
+            t = time.perf_counter()
+            report = run_on_spark(plan, path, io.StringIO(), spark=spark, parallelism=cores)
+            spark_s = min(spark_s, time.perf_counter() - t)
+            t = time.perf_counter()
+            with open(path, encoding="utf-8") as f:
+                local_out = replay(plan, enumerate(f, 1), io.StringIO(), start_time=1000)
+            local_s = min(local_s, time.perf_counter() - t)
+            d = dataframe_equivalent(spark, name, path)
+            df_s = None if d is None else min(d, df_s or d)
         results[name] = {
             "spark_runner": n / spark_s,
             "local": n / local_s,
@@ -145,22 +151,35 @@ def streaming_latency(batches: int) -> tuple[float, float, int]:
             trigger_seconds=0.1,
         )
         deployment.start()
-        t0 = 1000
-        for b in range(batches + 3):
+        seen: dict[tuple[str, int], int] = {}  # (query, batch) -> trigger execution ms
+
+        def poll() -> None:
+            for name, q in deployment.queries.items():
+                p = q.lastProgress
+                if p and p.get("numInputRows"):
+                    seen[(name, p["batchId"])] = p["durationMs"]["triggerExecution"]
+                    if os.environ.get("BENCH_DEBUG"):
+                        print(name, p["batchId"], p["numInputRows"], p["durationMs"], file=sys.stderr)
+
+        # warm-up: the first micro-batches start the Python workers
+        for b in range(3):
+            handoff.append([("Temp", 1000 + b, [f"r{rnd.randrange(16)}", 30.0])])
+            deployment.process_available()
+        poll()
+        warm = set(seen)
+        for b in range(batches):
             handoff.append(
                 [
-                    ("Temp", t0 + b * 1000 + k, [f"r{rnd.randrange(16)}", round(rnd.uniform(20, 50), 1)])
+                    ("Temp", 1000 + b * 1000 + k, [f"r{rnd.randrange(16)}", round(rnd.uniform(20, 50), 1)])
                     for k in range(200)
                 ]
             )
-            time.sleep(0.2)
+            for _ in range(4):
+                time.sleep(0.05)
+                poll()
         deployment.process_available()
-        durations = [
-            p["durationMs"]["triggerExecution"]
-            for q in deployment.queries.values()
-            for p in q.recentProgress
-            if p.get("numInputRows")
-        ][3:]  # the first batches start the Python workers
+        poll()
+        durations = [ms for key, ms in seen.items() if key not in warm]
         deployment.stop()
         sink.stop()
     spark.stop()
@@ -175,11 +194,16 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=100_000)
     ap.add_argument("--masters", default="local[1],local[2]")
     ap.add_argument("--batches", type=int, default=20, help="streaming micro-batches to time")
+    ap.add_argument("--streaming-only", action="store_true", help="only the streaming latency")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # run one master in this process, print JSON
     ap.add_argument("--input", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
         print(json.dumps(one_master(args.one, args.input, args.events)))
+        return
+    if args.streaming_only:
+        p50, p99, n = streaming_latency(args.batches)
+        print(f"streaming: micro-batch p50 {p50:.0f} ms, p99 {p99:.0f} ms over {n} batches")
         return
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "events.jsonl")

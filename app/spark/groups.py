@@ -40,7 +40,12 @@ class Group:
 
     @property
     def keyed(self) -> bool:
-        return self.name != MAIN
+        """Runs in several tasks: a partition, or a stateless query with parallel > 1."""
+        return self.keyed_by is not None or self.parallel > 1
+
+    @property
+    def stateless(self) -> bool:
+        return self.keyed_by is None and self.parallel > 1
 
 
 def _offsets(text: str) -> list[int]:

@@ -301,11 +301,11 @@ def run_on_spark(
             raise SparkRunError(msg)
 
     parsed = _read(spark, plan, files, fmt).cache()
+    items = parsed
     try:
         summary = sorted(parsed.mapPartitionsWithIndex(_summary).collect(), key=lambda s: s["part"])
         _raise_first_error(summary, files, fmt)
         first_raw = next((s["first_raw"] for s in summary if s["first_raw"] is not None), None)
-        items = parsed
         if any(s["missing"] for s in summary):
             items = parsed.coalesce(1).mapPartitions(_fill_timestamps).cache()
             summary = [next(iter(items.mapPartitionsWithIndex(_summary).collect()))]
@@ -332,6 +332,8 @@ def run_on_spark(
             merged.append(_run_group(g, n, events, markers, start))
     finally:
         parsed.unpersist()
+        if items is not parsed:
+            items.unpersist()
     written = _write(merged, out)
     count = sum(s["count"] for s in summary)
     log.info("spark run: %d items, %d events written, groups %s", count, written, used)

@@ -90,7 +90,7 @@ def _advance(
 
     rows = pd.concat(list(frames)).sort_values("i")
     rt = engine.compile(group.plan, start_time=start_time, fuse_partitions=False)
-    blob = state.get[0] if state.exists else None
+    blob = state.get[0] if state.exists and not group.stateless else None
     if blob is not None:
         if group.keyed_by is not None:
             rt.restore_key(bytes(blob))
@@ -107,7 +107,9 @@ def _advance(
         out["n"].append(n)
         out["stream"].append(record["stream"])
         out["line"].append(line)
-    if group.keyed_by is not None:
+    if group.stateless:  # spread by timestamp: nothing to keep, and no key comes back
+        saved = None
+    elif group.keyed_by is not None:
         key_value = rt.partition_keys(group.keyed_by)
         saved = rt.snapshot_key(group.keyed_by, key_value[0]) if key_value else None
     else:
@@ -224,7 +226,9 @@ class SparkDeployment:
     def _deliver(self, query: str, frame: DataFrame, batch_id: int) -> None:
         """The micro-batch's outputs, in input order, to the sinks of their streams; each
         with its origin, so a replayed micro-batch is skipped where it was written."""
-        rows = frame.orderBy("i", "n").collect()
+        # one action (a Spark sort would add a sampling job and a shuffle); a batch's
+        # outputs are few enough to order here
+        rows = sorted(frame.collect(), key=lambda r: (r["i"], r["n"]))
         per_stream: dict[str, list[dict[str, Any]]] = {}
         for row in rows:
             record = json.loads(row["line"])
