@@ -188,3 +188,63 @@ def test_cli_runs_the_plan_with_engine_spark(spark: SparkSession, tmp_path: Path
     )
     assert result.exit_code == 0, result.output
     assert out.read_text().splitlines() == local_run(plan.read_text(), events)
+
+
+WINDOWED = """
+define stream Temp (room string, temp double);
+partition with (room of Temp)
+begin
+    from Temp#window.time(2 sec) select room, max(temp) as top insert all events into Top;
+    from every e1=Temp -> e2=Temp[e1.temp + 3 <= temp] within 3 sec
+    select e1.room, e1.temp as initial, e2.temp as final insert into Rise;
+end;
+"""
+
+
+def _windowed_events(n: int, seed: int) -> list[dict[str, Any]]:
+    rnd = random.Random(seed)
+    out: list[dict[str, Any]] = []
+    t = 1000
+    for i in range(n):
+        t += rnd.choice([0, 0, 200, 700, 1500])
+        event: dict[str, Any] = {
+            "stream": "Temp",
+            "data": [rnd.choice("abcdefg"), round(rnd.uniform(10, 30), 1)],
+        }
+        if i == 0 or rnd.random() > 0.2:  # some events take the last timestamp, as locally
+            event["timestamp"] = t
+        out.append(event)
+        if i % 50 == 49:
+            out.append({"time": t + 2500})  # a clock marker: every task's timers fire
+            t += 2500
+    return out
+
+
+def test_markers_and_missing_timestamps_across_files_give_the_local_output(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    events = _windowed_events(400, seed=21)
+    whole = _write_jsonl(tmp_path / "all.jsonl", events)
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    for n in range(4):
+        _write_jsonl(parts / f"p{n}.jsonl", events[n * 105 : (n + 1) * 105])
+    expected = per_stream(local_run(WINDOWED, whole))
+    assert {"Top", "Rise"} <= set(expected)
+    out = io.StringIO()
+    report = run_on_spark(WINDOWED, str(parts), out, spark=spark, parallelism=2)
+    assert ("partition1", 2) in report.groups  # spread by key, not the one-group fallback
+    assert per_stream(out.getvalue().splitlines()) == expected
+
+
+def test_timestamps_going_back_run_as_one_group_with_the_local_output(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    events = [e for e in _windowed_events(300, seed=5) if "stream" in e]
+    for k, e in enumerate(events):
+        e["timestamp"] = 1000 + (k * 7919) % 20000  # out of order
+    path = _write_jsonl(tmp_path / "shuffled.jsonl", events)
+    out = io.StringIO()
+    report = run_on_spark(WINDOWED, str(path), out, spark=spark, parallelism=2)
+    assert report.groups == [("main", 1)]
+    assert per_stream(out.getvalue().splitlines()) == per_stream(local_run(WINDOWED, path))
