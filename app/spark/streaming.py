@@ -12,7 +12,8 @@
 
 A restart from the checkpoint directory resumes the state store, the source offsets and
 the batch ids: state exactly once, and (with an RDBMS sink) no row lost or repeated.
-Timers of a key fire when that key's next event passes their due time.
+A key's timers fire at its next event, or in a later micro-batch once the watermark (the
+latest event time, less `watermark_delay_ms`) passes them (`EventTimeTimeout`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import engine
 from adapters.output.base import Origin, OutputAdapter
 from app.spark.groups import Group, plan_groups
 from app.spark.session import SparkRunError
-from app.spark.tasks import run_items
+from app.spark.tasks import Item, run_items
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,10 +42,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-KEYED_SCHEMA = "i long, stream string, ts long, data string, key string"
+KEYED_SCHEMA = "i long, stream string, ts long, et timestamp, data string, key string"
 OUTPUT_SCHEMA = "i long, n long, stream string, line string"
 STATE_SCHEMA = "blob binary"
-STATUS_FILE = "cepheus-status.json"  # in the checkpoint directory: what `cepheus spark status` reads
+STATUS_FILE = "cepheus-status.json"
+_TIMED_OUT = (
+    2**62
+)  # where a timed-out key's outputs sort in their micro-batch: last  # in the checkpoint directory: what `cepheus spark status` reads
 
 
 def _keyed_rows(group: Group, frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
@@ -75,7 +79,10 @@ def _keyed_rows(group: Group, frames: Iterable[pd.DataFrame]) -> Iterator[pd.Dat
                 out["ts"].append(obj["timestamp"])
                 out["data"].append(json.dumps(obj["data"]))
                 out["key"].append(repr(key))
-        yield pd.DataFrame(out)
+        frame_out = pd.DataFrame(out)
+        # the event time as Spark's timestamp (UTC): the watermark that fires quiet keys' timers
+        frame_out.insert(3, "et", pd.to_datetime(frame_out["ts"].astype("int64"), unit="ms", utc=True))
+        yield frame_out
 
 
 def _advance(
@@ -88,7 +95,8 @@ def _advance(
     """One key's micro-batch: its state in, its events through the engine, its state out."""
     import pandas as pd
 
-    rows = pd.concat(list(frames)).sort_values("i")
+    given = list(frames)
+    rows = pd.concat(given).sort_values("i") if given else None
     rt = engine.compile(group.plan, start_time=start_time, fuse_partitions=False)
     blob = state.get[0] if state.exists and not group.stateless else None
     if blob is not None:
@@ -96,14 +104,21 @@ def _advance(
             rt.restore_key(bytes(blob))
         else:
             rt.restore(bytes(blob))
-    items = [
-        (int(i), s, int(t), json.loads(d))
-        for i, s, t, d in zip(rows["i"], rows["stream"], rows["ts"], rows["data"], strict=True)
-    ]
+    items: list[Item] = []
+    markers: list[Item] = []
+    if rows is not None:
+        items = [
+            (int(i), s, int(t), json.loads(d))
+            for i, s, t, d in zip(rows["i"], rows["stream"], rows["ts"], rows["data"], strict=True)
+        ]
+    watermark = state.getCurrentWatermarkMs()
+    if state.hasTimedOut:  # no event of this key, but event time passed its next timer
+        markers = [(0, None, watermark, None)]
+    first = items[0][0] if items else _TIMED_OUT
     out: dict[str, list[Any]] = {"i": [], "n": [], "stream": [], "line": []}
-    for n, (tag, _, line) in enumerate(run_items(rt, None, list(group.outputs), items, [])):
+    for n, (tag, _, line) in enumerate(run_items(rt, None, list(group.outputs), items, markers)):
         record = json.loads(line)
-        out["i"].append(tag[2] if len(tag) > 2 and tag[1] == 1 else items[0][0])
+        out["i"].append(tag[2] if len(tag) > 2 and tag[1] == 1 and items else first)
         out["n"].append(n)
         out["stream"].append(record["stream"])
         out["line"].append(line)
@@ -116,6 +131,9 @@ def _advance(
         saved = rt.snapshot()
     if saved is not None:
         state.update((saved,))
+        due = rt.next_timer()
+        if due is not None:
+            state.setTimeoutTimestamp(max(due, watermark + 1))
     else:
         state.remove()
     yield pd.DataFrame(out)
@@ -165,6 +183,7 @@ class SparkDeployment:
         trigger_seconds: float = 1.0,
         max_files_per_trigger: int | None = None,
         state_partitions: int | None = None,
+        watermark_delay_ms: int = 0,
     ) -> None:
         self.spark = spark
         self.plan = plan
@@ -175,6 +194,7 @@ class SparkDeployment:
         self.start_time = start_time
         self.trigger_seconds = trigger_seconds
         self.max_files_per_trigger = max_files_per_trigger
+        self.watermark_delay_ms = watermark_delay_ms
         # keyed state is spread over this many partitions, fixed in the checkpoint at the first start
         self.state_partitions = state_partitions or spark.sparkContext.defaultParallelism
         self.groups = [g for g in plan_groups(plan) if g.outputs]
@@ -206,12 +226,16 @@ class SparkDeployment:
             reader = reader.option("maxFilesPerTrigger", self.max_files_per_trigger)
         lines = reader.load(self.handoff_dir)
         keyed = lines.mapInPandas(partial(_keyed_rows, group), schema=KEYED_SCHEMA)
+        # a key's timers fire at its next event, or once event time (the watermark: the
+        # latest event time seen, less the delay) passes them; an event older than the
+        # watermark is late and dropped by Spark
+        keyed = keyed.withWatermark("et", f"{self.watermark_delay_ms} milliseconds")
         advanced = keyed.groupBy("key").applyInPandasWithState(
             partial(_advance, group, self.start_time),
             outputStructType=OUTPUT_SCHEMA,
             stateStructType=STATE_SCHEMA,
             outputMode="append",
-            timeoutConf=GroupStateTimeout.NoTimeout,
+            timeoutConf=GroupStateTimeout.EventTimeTimeout,
         )
         name = self._query_name(group)
         writer = (
@@ -232,7 +256,7 @@ class SparkDeployment:
         per_stream: dict[str, list[dict[str, Any]]] = {}
         for row in rows:
             record = json.loads(row["line"])
-            if record["type"] != "current" or record["stream"] not in self.sinks:
+            if record["stream"] not in self.sinks:  # expired events too, as the node's plans send them
                 continue
             names = self._attributes[record["stream"]]
             per_stream.setdefault(record["stream"], []).append(dict(zip(names, record["data"], strict=True)))

@@ -211,3 +211,59 @@ def test_thrift_to_spark_to_mariadb_exactly_once_across_a_crash(
     got = _rows(database)
     assert got["Hot"] == expected["Hot"]
     assert got["Rise"] == expected["Rise"]
+
+
+QUIET = """
+@App:name('quiet')
+define stream Temp (room string, temp double);
+partition with (room of Temp)
+begin
+    @info(name = 'gone')
+    from Temp#window.time(1 sec) select room, temp insert expired events into Gone;
+end;
+"""
+
+
+def test_a_quiet_keys_timers_fire_once_event_time_passes_them(spark: SparkSession, tmp_path: Path) -> None:
+    """r1 goes quiet after its first events; its window still expires them, as locally, once
+    other keys' events move event time (the watermark) past their due time."""
+    from adapters.output.memory import MemoryAdapter
+
+    events = [("Temp", 1000, ["r1", 20.0]), ("Temp", 1200, ["r1", 21.0])] + [
+        ("Temp", 3000 + k * 500, [f"r{2 + k % 3}", 30.0 + k]) for k in range(12)
+    ]
+    lines = [json.dumps({"stream": s, "timestamp": t, "data": d}) for s, t, d in events]
+    local = io.StringIO()
+    replay(QUIET, list(enumerate(lines, 1)), local, start_time=1000)
+    expected = Counter(tuple(json.loads(x)["data"]) for x in local.getvalue().splitlines())
+    assert expected[("r1", 20.0)] == 1 and expected[("r1", 21.0)] == 1
+    handoff = HandOff(str(tmp_path / "handoff"))
+    sink = MemoryAdapter("gone")
+    sink.start()
+    deployment = SparkDeployment(
+        spark,
+        QUIET,
+        handoff.directory,
+        str(tmp_path / "checkpoints"),
+        {"Gone": sink},
+        start_time=1000,
+        trigger_seconds=0.2,
+    )
+    try:
+        deployment.start()
+        handoff.append(events[:2])
+        deployment.process_available()
+        handoff.append(events[2:])
+        deployment.process_available()
+        deadline = time.monotonic() + 60
+        while (
+            Counter(tuple(r.values()) for r in sink.written)[("r1", 21.0)] == 0
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.2)  # the no-data micro-batch that times r1 out follows the watermark's move
+    finally:
+        deployment.stop()
+        sink.stop()
+    got = Counter(tuple(r.values()) for r in sink.written)
+    assert got[("r1", 20.0)] == 1 and got[("r1", 21.0)] == 1
+    assert got <= expected  # the last keys' windows wait for event time to move on
