@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run replay test unit browser check lint typecheck contracts bench conformance clean venv ha-faults ha-soak
+.PHONY: run replay test unit browser check lint typecheck contracts bench bench-spark conformance clean venv ha-faults ha-soak
 
 # Every target first makes sure of the venv (re-created if made from another interpreter).
 venv:
@@ -27,6 +27,10 @@ bench: venv
 	$(BIN)/python scripts/bench_node.py
 	$(BIN)/python scripts/bench_snapshot.py
 	$(BIN)/python scripts/bench_input_log.py
+
+## make bench-spark: the Spark runner vs the local engine vs Spark DataFrames; streaming latency
+bench-spark: venv
+	$(BIN)/python scripts/bench_spark.py
 
 ## make test: set everything up and run the whole suite (lint, types, contracts, tests)
 test: venv browser check

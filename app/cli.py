@@ -102,12 +102,18 @@ def validate(plan: str) -> None:
 @main.command()
 @click.argument("plan", type=click.Path(dir_okay=False))
 @click.option(
-    "--input", "input_path", required=True, type=click.Path(dir_okay=False), help="events (JSON Lines)"
+    "--input",
+    "input_path",
+    required=True,
+    help="events: JSON Lines (with --engine spark also CSV or Parquet; a file, a directory or a glob)",
 )
 @click.option(
     "--output", "output_path", type=click.Path(dir_okay=False), help="write results here (default: stdout)"
 )
-@click.option("--engine", "engine_name", type=click.Choice(["local"]), default="local", show_default=True)
+@click.option(
+    "--engine", "engine_name", type=click.Choice(["local", "spark"]), default="local", show_default=True
+)
+@click.option("--master", default=None, help="with --engine spark: the Spark master URL (default local[*])")
 @click.option(
     "--stream",
     "streams",
@@ -125,6 +131,7 @@ def run(
     input_path: str,
     output_path: str | None,
     engine_name: str,
+    master: str | None,
     streams: tuple[str, ...],
     start_time: int | None,
 ) -> None:
@@ -137,6 +144,15 @@ def run(
     except engine.QueryError as exc:
         _print_query_error(exc, plan)
         sys.exit(1)
+    if master is not None and engine_name != "spark":
+        msg = "--master is for --engine spark"
+        raise click.UsageError(msg)
+    if engine_name == "spark":
+        _run_spark(text, input_path, output_path, master, list(streams), start_time)
+        return
+    if os.path.isdir(input_path):
+        msg = f"{input_path} is a directory: the local engine reads one JSON Lines file (--engine spark reads directories)"
+        raise click.ClickException(msg)
     try:
         size = os.path.getsize(input_path)
         handle = open(input_path, encoding="utf-8")  # noqa: SIM115 - closed below
@@ -197,6 +213,46 @@ def run(
             os.unlink(tmp_path)
 
 
+def _run_spark(
+    text: str,
+    input_path: str,
+    output_path: str | None,
+    master: str | None,
+    streams: list[str],
+    start_time: int | None,
+) -> None:
+    """`cepheus run --engine spark`: same output, written the same way (a temporary file
+    renamed into place)."""
+    from app.replay import ReplayError
+    from app.spark.runner import run_on_spark
+
+    tmp_path = None
+    try:
+        if output_path is None:
+            report = run_on_spark(
+                text, input_path, sys.stdout, master=master, start_time=start_time, streams=streams
+            )
+        else:
+            directory = os.path.dirname(os.path.abspath(output_path))
+            fd, tmp_path = tempfile.mkstemp(prefix=".cepheus-run-", dir=directory)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                report = run_on_spark(
+                    text, input_path, out, master=master, start_time=start_time, streams=streams
+                )
+            os.replace(tmp_path, output_path)
+            tmp_path = None
+            click.echo(f"{counted(report.written, 'event')} written to {output_path}", err=True)
+    except ReplayError as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(1)
+    except engine.CEPError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    finally:
+        if tmp_path is not None and os.path.exists(tmp_path):
+            os.unlink(tmp_path)
+
+
 def _register_commands() -> None:
     from app.commands.cluster import cluster
     from app.commands.publish import publish
@@ -204,8 +260,9 @@ def _register_commands() -> None:
     from app.commands.registry import COMMANDS
     from app.commands.server import server
     from app.commands.snapshot import snapshot
+    from app.commands.spark import spark
 
-    for command in (*COMMANDS, server, publish, snapshot, cluster, query):
+    for command in (*COMMANDS, server, publish, snapshot, cluster, query, spark):
         main.add_command(command)
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up the project's virtualenv: made on the fastest CPython 3.11+ at hand, with the
-# project and its dev tools installed; a no-op when it is already so.
+# project, its dev tools and the `spark` extra (the Spark tests run in `make test`) installed; a no-op when it is already so.
 #
 # Debian's /usr/bin/python3 is built with profile-guided and link-time optimisation and links
 # libpython statically; a plain source build (pyenv's default) has neither and runs the
@@ -40,6 +40,6 @@ fi
 
 if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
     "$venv/bin/pip" install --quiet --upgrade pip
-    "$venv/bin/pip" install --quiet -e '.[dev]'
+    "$venv/bin/pip" install --quiet -e '.[dev,spark]'
     touch "$stamp"
 fi

@@ -274,8 +274,10 @@ class Planner:
         consumed = {s for t in self.templates for s, _ in t.input_streams}
         for partition in self.partitions:
             consumed |= {s for t in partition.templates for s, inner in t.input_streams if not inner}
+        keyed: dict[str, Any] = {}  # partition name -> its runtime, for the per-key state API
         for partition, (element, names) in zip(self.partitions, self.partition_sources, strict=True):
             part_rt = partition.build(env, junctions, consumed)
+            keyed[partition.name] = part_rt
             spec = _partition_spec(fp, element, partition)
             owners = Owners(f"partition/{partition.name}/", tuple(names))
             parts.append(Part(spec, part_rt.snapshot, part_rt.restore, owners, list(part_rt.starters)))
@@ -303,6 +305,7 @@ class Planner:
             parts=parts,
             starters=starters,
             on_demand=OnDemandPlanner(self.ctx, clk.now),
+            partitions=keyed,
         )
         runtime_holder.append(rt)
         return rt

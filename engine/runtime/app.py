@@ -9,11 +9,13 @@ from typing import Any
 from engine.errors import CEPError, StateError
 from engine.events import Chunk, Event
 from engine.runtime import capture as captures
+from engine.runtime import state as state_codec
 from engine.runtime.capture import Capture, RestoreReport
 from engine.runtime.clock import PlaybackClock, Scheduler, WallClock
 from engine.runtime.gc_pause import GcPause
 from engine.runtime.junction import Junction
 from engine.runtime.on_demand import PreparedQuery, QueryPreparer
+from engine.runtime.partition import PartitionRuntime
 from engine.runtime.parts import OwnerIndex, Part
 from engine.types import AttrType, coerce, f32
 
@@ -36,6 +38,7 @@ class Runtime:
         starters: list[Callable[[], None]],
         annotations: dict[str, Any] | None = None,
         on_demand: QueryPreparer | None = None,
+        partitions: dict[str, Any] | None = None,
     ) -> None:
         self.name = name
         self.plan_id = plan_id
@@ -54,6 +57,7 @@ class Runtime:
         self._closed = False
         self.annotations = annotations or {}
         self._on_demand = on_demand
+        self._partitions = partitions or {}  # name -> PartitionRuntime (or a fused operator)
         self._float_columns = {
             n: [i for i, t in enumerate(j.types) if t is AttrType.FLOAT] for n, j in junctions.items()
         }
@@ -315,6 +319,81 @@ class Runtime:
                 if id(part) not in restored:
                     for start in part.starters:
                         start()
+
+    # ---- one partition key ----------------------------------------------------------------
+
+    def partitions(self) -> dict[str, list[str]]:
+        """The plan's partitions (`partition1`, ... in plan order) and the streams each keys."""
+        return {
+            name: list(p.routers) if isinstance(p, PartitionRuntime) else list(getattr(p, "streams", []))
+            for name, p in self._partitions.items()
+        }
+
+    def _keyed(self, partition: str) -> PartitionRuntime:
+        p = self._partitions.get(partition)
+        if p is None:
+            known = ", ".join(self._partitions) or "none"
+            msg = f"plan '{self.name}' has no partition '{partition}' (its partitions: {known})"
+            raise CEPError(msg)
+        if not isinstance(p, PartitionRuntime):
+            msg = (
+                f"partition '{partition}' of plan '{self.name}' runs as one fused keyed operator, "
+                "whose state is not kept per key; compile with fuse_partitions=False"
+            )
+            raise StateError(msg)
+        return p
+
+    def partition_key_function(
+        self, partition: str, stream: str
+    ) -> Callable[[tuple[Any, ...], int], list[Any]] | None:
+        """`fn(row, timestamp)`: the keys of `partition` a row of `stream` goes to (a value
+        key gives one, or none for a null value; a range partition every range that holds);
+        None if the partition does not key `stream`. The function holds no state of the
+        runtime: call it anywhere, with rows as `check_row` returns them."""
+        return self._keyed(partition).key_function(stream)
+
+    def partition_keys(self, partition: str) -> list[Any]:
+        with self._lock:
+            return self._keyed(partition).keys()
+
+    def snapshot_key(self, partition: str, key: Any) -> bytes | None:
+        """The state of one key of `partition` (its inner queries and its timers), encoded
+        like a snapshot, with the clock's time; None if the key has no instance."""
+        with self._lock, GcPause():
+            state = self._keyed(partition).snapshot_key(key)
+            if state is None:
+                return None
+            tree = {"partition": partition, "key": key, "now": self._clock.now(), "state": state}
+        return state_codec.encode(tree, self.name)
+
+    def restore_key(self, blob: bytes) -> Any:
+        """Put back one key's state taken by `snapshot_key` (of a runtime of the same plan),
+        replacing what the key had here; returns the key. In playback, the clock moves to
+        the key's time, backwards too: a runtime that hosts keys in turn (as a Spark task
+        does) runs each from where that key was."""
+        tree = state_codec.decode(blob, self.name)
+        if not isinstance(tree, dict) or not all(k in tree for k in ("partition", "key", "now", "state")):
+            msg = "blob does not hold one partition key's state (take it with snapshot_key)"
+            raise StateError(msg)
+        key = tuple(tree["key"]) if isinstance(tree["key"], list) else tree["key"]
+        with self._lock, GcPause():
+            keyed = self._keyed(tree["partition"])
+            try:
+                keyed.restore_key(key, tree["state"])
+            except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+                keyed.drop_key(key)
+                msg = f"state of key {key!r} of partition '{tree['partition']}' cannot be read: {exc}"
+                raise StateError(msg) from exc
+            if self._playback and tree["now"] is not None:
+                assert isinstance(self._clock, PlaybackClock)
+                self._clock.current = tree["now"]
+        return key
+
+    def drop_key(self, partition: str, key: Any) -> bool:
+        """Forget one key's instance and timers (after its state went elsewhere); False if
+        the key had none."""
+        with self._lock:
+            return self._keyed(partition).drop_key(key)
 
     def _roll_back(self, before: Capture) -> None:
         """Put back the state `before` (taken under the same lock hold): every part, the

@@ -1,6 +1,11 @@
 """Partitions at run time: one instance of the partition's queries per key, created on
 the first event for that key, each with its own inner streams, windows, aggregates,
 patterns and timers. `@purge` drops instances idle for longer than a period.
+
+One key's instance can also be taken out and put back alone (`snapshot_key`,
+`restore_key`, `drop_key`, its timers included), and `key_function` tells which keys a
+row of a partitioned stream goes to: a distributed runner (app/spark/) keeps each key's
+state in its own keyed state store and hosts keys on whichever worker their events reach.
 """
 
 from __future__ import annotations
@@ -102,6 +107,65 @@ class PartitionRuntime:
         self.instances.pop(key, None)
         prefix = _owner_prefix(self.name, key)
         self.scheduler.unregister_prefix(prefix)
+
+    # ---- one key ----------------------------------------------------------------------
+
+    def keys(self) -> list[Any]:
+        return list(self.instances)
+
+    def key_function(self, stream: str) -> Callable[[tuple[Any, ...], int], list[Any]] | None:
+        """`fn(row, timestamp)`: the keys a row of `stream` goes to (none for a null value
+        key; every range whose condition holds, in declared order); None if the partition
+        does not key `stream` (every instance sees its events)."""
+        router = self.routers.get(stream)
+        if router is None:
+            return None
+
+        def keys_of(row: tuple[Any, ...], ts: int) -> list[Any]:
+            found: list[Any] = []
+            router(Chunk([ts], [row], None, None, True), lambda key, _ts, _rows: found.append(key))
+            return found
+
+        return keys_of
+
+    def snapshot_key(self, key: Any) -> list[Any] | None:
+        """The state of one key's instance, timers included: `[last used, queries' states,
+        timers [[due, owner id below the key], ...] in firing order]`; None if the key has
+        no instance."""
+        inst = self.instances.get(key)
+        if inst is None:
+            return None
+        prefix = _owner_prefix(self.name, key)
+        timers = [
+            [due, owner[len(prefix) :]]
+            for due, _, owner in sorted(self.scheduler.pending())
+            if owner.startswith(prefix)
+        ]
+        queries = [{k: v.snapshot() for k, v in parts.items()} for parts in inst.states.values()]
+        return [inst.last_used, queries, timers]
+
+    def restore_key(self, key: Any, state: list[Any]) -> None:
+        """Replace the key's instance (if any) with one holding `state` (`snapshot_key`'s),
+        its timers pending again. The instance's starters do not run: its timers come back."""
+        last_used, queries, timers = state
+        self._drop(key)
+        inst = PartitionInstance(key)
+        self.build_instance(key, inst)
+        self.instances[key] = inst
+        inst.last_used = last_used
+        for parts, saved in zip(inst.states.values(), queries, strict=True):
+            for k, obj in parts.items():
+                if k in saved:
+                    obj.restore(saved[k])
+        prefix = _owner_prefix(self.name, key)
+        self.scheduler.restore([[due, prefix + rel] for due, rel in timers])
+
+    def drop_key(self, key: Any) -> bool:
+        """Forget the key's instance and its timers; False if it had none."""
+        if key not in self.instances:
+            return False
+        self._drop(key)
+        return True
 
     # ---- state ----------------------------------------------------------------------
 

@@ -1,0 +1,326 @@
+"""A plan deployed on Spark Structured Streaming: one query per execution group.
+
+    hand-off directory (app/spark/handoff.py, written by the receivers)
+      -> file source (which files were read: in the checkpoint)
+      -> mapInPandas: parse, the group's streams only, each event's partition key
+      -> groupBy(key).applyInPandasWithState: the key's engine state (a `snapshot_key`
+         blob; the main group's whole-runtime snapshot under one key) restored into a
+         runtime, the key's events of the micro-batch run in input order, the state saved
+      -> foreachBatch on the driver: the plan's output adapters, each record with an
+         `Origin` (query, micro-batch id, index) so a micro-batch replayed after a restart
+         is skipped where the adapter already wrote it (RDBMS: `cepheus_delivered`)
+
+A restart from the checkpoint directory resumes the state store, the source offsets and
+the batch ids: state exactly once, and (with an RDBMS sink) no row lost or repeated.
+A key's timers fire at its next event, or in a later micro-batch once the watermark (the
+latest event time, less `watermark_delay_ms`) passes them (`EventTimeTimeout`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import engine
+from adapters.output.base import Origin, OutputAdapter
+from app.spark.groups import Group, plan_groups
+from app.spark.session import SparkRunError
+from app.spark.tasks import Item, run_items
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+    from pyspark.sql.streaming.state import GroupState
+
+log = logging.getLogger(__name__)
+
+KEYED_SCHEMA = "i long, stream string, ts long, et timestamp, data string, key string"
+OUTPUT_SCHEMA = "i long, n long, stream string, line string"
+STATE_SCHEMA = "blob binary"
+STATUS_FILE = "cepheus-status.json"
+_TIMED_OUT = (
+    2**62
+)  # where a timed-out key's outputs sort in their micro-batch: last  # in the checkpoint directory: what `cepheus spark status` reads
+
+
+def _keyed_rows(group: Group, frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """Hand-off lines -> the group's events with their partition key (main: one key)."""
+    import pandas as pd
+
+    rt = engine.compile(group.plan, fuse_partitions=False)
+    inputs = set(group.inputs)
+    keys = {s: rt.partition_key_function(group.keyed_by, s) for s in inputs} if group.keyed_by else {}
+    for frame in frames:
+        out: dict[str, list[Any]] = {"i": [], "stream": [], "ts": [], "data": [], "key": []}
+        for line in frame["value"]:
+            if not line.strip():
+                continue
+            obj = json.loads(line)
+            stream = obj["stream"]
+            if stream not in inputs:
+                continue
+            row = rt.check_row(stream, obj["data"])
+            if group.keyed_by is None:
+                found = [obj["timestamp"] if group.keyed else ""]
+            else:
+                fn = keys.get(stream)
+                found = fn(row, obj["timestamp"]) if fn is not None else []
+            for key in found:
+                out["i"].append(obj["i"])
+                out["stream"].append(stream)
+                out["ts"].append(obj["timestamp"])
+                out["data"].append(json.dumps(obj["data"]))
+                out["key"].append(repr(key))
+        frame_out = pd.DataFrame(out)
+        # the event time as Spark's timestamp (UTC): the watermark that fires quiet keys' timers
+        frame_out.insert(3, "et", pd.to_datetime(frame_out["ts"].astype("int64"), unit="ms", utc=True))
+        yield frame_out
+
+
+def _advance(
+    group: Group,
+    start_time: int | None,
+    key: tuple[Any, ...],
+    frames: Iterable[pd.DataFrame],
+    state: GroupState,
+) -> Iterator[pd.DataFrame]:
+    """One key's micro-batch: its state in, its events through the engine, its state out."""
+    import pandas as pd
+
+    given = list(frames)
+    rows = pd.concat(given).sort_values("i") if given else None
+    rt = engine.compile(group.plan, start_time=start_time, fuse_partitions=False)
+    blob = state.get[0] if state.exists and not group.stateless else None
+    if blob is not None:
+        if group.keyed_by is not None:
+            rt.restore_key(bytes(blob))
+        else:
+            rt.restore(bytes(blob))
+    items: list[Item] = []
+    markers: list[Item] = []
+    if rows is not None:
+        items = [
+            (int(i), s, int(t), json.loads(d))
+            for i, s, t, d in zip(rows["i"], rows["stream"], rows["ts"], rows["data"], strict=True)
+        ]
+    watermark = state.getCurrentWatermarkMs()
+    if state.hasTimedOut:  # no event of this key, but event time passed its next timer
+        markers = [(0, None, watermark, None)]
+    first = items[0][0] if items else _TIMED_OUT
+    out: dict[str, list[Any]] = {"i": [], "n": [], "stream": [], "line": []}
+    for n, (tag, _, line) in enumerate(run_items(rt, None, list(group.outputs), items, markers)):
+        record = json.loads(line)
+        out["i"].append(tag[2] if len(tag) > 2 and tag[1] == 1 and items else first)
+        out["n"].append(n)
+        out["stream"].append(record["stream"])
+        out["line"].append(line)
+    if group.stateless:  # spread by timestamp: nothing to keep, and no key comes back
+        saved = None
+    elif group.keyed_by is not None:
+        key_value = rt.partition_keys(group.keyed_by)
+        saved = rt.snapshot_key(group.keyed_by, key_value[0]) if key_value else None
+    else:
+        saved = rt.snapshot()
+    if saved is not None:
+        state.update((saved,))
+        due = rt.next_timer()
+        if due is not None:
+            state.setTimeoutTimestamp(max(due, watermark + 1))
+    else:
+        state.remove()
+    yield pd.DataFrame(out)
+
+
+# `package.module.Crash: message` or `ValueError: message`, as Python prints an exception
+_RAISED = re.compile(r"^(?:[a-z_]\w*\.)+[A-Z]\w*: |^[A-Z]\w*(?:Error|Exception): ")
+
+
+def _reason(text: str) -> str:
+    """The line of a Spark error that says what went wrong: the Python exception's own
+    (`module.Error: message`) when the failure came from Python, else the first."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    raised = [
+        line for line in lines if _RAISED.match(line) and not line.startswith(("org.", "java.", "py4j."))
+    ]
+    chosen = raised[-1] if raised else (lines[0] if lines else text)
+    return chosen.split(" SQLSTATE")[0]
+
+
+@dataclass(frozen=True)
+class QueryStatus:
+    name: str
+    id: str | None
+    active: bool
+    error: str | None
+    batch: int | None
+    input_rows_per_second: float | None
+    processed_rows_per_second: float | None
+    batch_duration_ms: int | None
+    state_rows: int | None
+    state_bytes: int | None
+
+
+class SparkDeployment:
+    """A plan on Structured Streaming: `start()`, `status()`, `stop()`."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        plan: str,
+        handoff_dir: str,
+        checkpoint_dir: str,
+        sinks: Mapping[str, OutputAdapter],
+        *,
+        start_time: int | None = None,
+        trigger_seconds: float = 1.0,
+        max_files_per_trigger: int | None = None,
+        state_partitions: int | None = None,
+        watermark_delay_ms: int = 0,
+    ) -> None:
+        self.spark = spark
+        self.plan = plan
+        self.name = engine.parse(plan).name or "plan"
+        self.handoff_dir = handoff_dir
+        self.checkpoint_dir = checkpoint_dir
+        self.sinks = dict(sinks)
+        self.start_time = start_time
+        self.trigger_seconds = trigger_seconds
+        self.max_files_per_trigger = max_files_per_trigger
+        self.watermark_delay_ms = watermark_delay_ms
+        # keyed state is spread over this many partitions, fixed in the checkpoint at the first start
+        self.state_partitions = state_partitions or spark.sparkContext.defaultParallelism
+        self.groups = [g for g in plan_groups(plan) if g.outputs]
+        self._attributes = {s: [n for n, _ in engine.compile(plan).attributes(s)] for s in self.sinks}
+        self.queries: dict[str, StreamingQuery] = {}
+        for s in self.sinks:
+            if s not in {o for g in self.groups for o in g.outputs}:
+                msg = f"plan '{self.name}': no query writes stream '{s}' that a sink is attached to"
+                raise SparkRunError(msg)
+
+    def _query_name(self, group: Group) -> str:
+        return re.sub(r"[^A-Za-z0-9_]", "_", f"cepheus_{self.name}_{group.name}")
+
+    def start(self) -> list[StreamingQuery]:
+        for group in self.groups:
+            if group.name in self.queries and self.queries[group.name].isActive:
+                continue
+            self.queries[group.name] = self._start(group)
+        self.write_status()
+        return list(self.queries.values())
+
+    def _start(self, group: Group) -> StreamingQuery:
+        from pyspark.sql.streaming.state import GroupStateTimeout
+
+        os.makedirs(self.handoff_dir, exist_ok=True)
+        self.spark.conf.set("spark.sql.shuffle.partitions", str(self.state_partitions))
+        reader = self.spark.readStream.format("text")
+        if self.max_files_per_trigger:
+            reader = reader.option("maxFilesPerTrigger", self.max_files_per_trigger)
+        lines = reader.load(self.handoff_dir)
+        keyed = lines.mapInPandas(partial(_keyed_rows, group), schema=KEYED_SCHEMA)
+        # a key's timers fire at its next event, or once event time (the watermark: the
+        # latest event time seen, less the delay) passes them; an event older than the
+        # watermark is late and dropped by Spark
+        keyed = keyed.withWatermark("et", f"{self.watermark_delay_ms} milliseconds")
+        advanced = keyed.groupBy("key").applyInPandasWithState(
+            partial(_advance, group, self.start_time),
+            outputStructType=OUTPUT_SCHEMA,
+            stateStructType=STATE_SCHEMA,
+            outputMode="append",
+            timeoutConf=GroupStateTimeout.EventTimeTimeout,
+        )
+        name = self._query_name(group)
+        writer = (
+            advanced.writeStream.foreachBatch(partial(self._deliver, name))
+            .queryName(name)
+            .option("checkpointLocation", os.path.join(self.checkpoint_dir, group.name))
+            .trigger(processingTime=f"{int(self.trigger_seconds * 1000)} milliseconds")
+        )
+        log.info("plan %s: streaming query %s started (checkpoint %s)", self.name, name, self.checkpoint_dir)
+        return writer.start()
+
+    def _deliver(self, query: str, frame: DataFrame, batch_id: int) -> None:
+        """The micro-batch's outputs, in input order, to the sinks of their streams; each
+        with its origin, so a replayed micro-batch is skipped where it was written."""
+        # one action (a Spark sort would add a sampling job and a shuffle); a batch's
+        # outputs are few enough to order here
+        rows = sorted(frame.collect(), key=lambda r: (r["i"], r["n"]))
+        per_stream: dict[str, list[dict[str, Any]]] = {}
+        for row in rows:
+            record = json.loads(row["line"])
+            if record["stream"] not in self.sinks:  # expired events too, as the node's plans send them
+                continue
+            names = self._attributes[record["stream"]]
+            per_stream.setdefault(record["stream"], []).append(dict(zip(names, record["data"], strict=True)))
+        for stream, records in per_stream.items():
+            adapter = self.sinks[stream]
+            source = f"{self.name}/{stream}"
+            origins = [Origin(source, query[:64], batch_id, n) for n in range(len(records))]
+            adapter.publish(records, origins=origins)
+            if not adapter.flush(timeout=60):
+                msg = f"plan '{self.name}': sink of stream '{stream}' did not write micro-batch {batch_id}"
+                raise SparkRunError(msg)
+        self.write_status()
+
+    def write_status(self) -> None:
+        """`status()` into the checkpoint directory (written whole, then renamed), for
+        `cepheus spark status` and the console to read without the Spark session."""
+        os.makedirs(self.checkpoint_dir, exist_ok=True)
+        path = os.path.join(self.checkpoint_dir, STATUS_FILE)
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(self.status(), f, indent=1, default=str)
+        os.replace(tmp, path)
+
+    def status(self) -> dict[str, Any]:
+        """What the CLI and the console show: the application, and per query its state and
+        last progress (rows/s in and processed, batch duration, state rows and bytes)."""
+        sc = self.spark.sparkContext
+        return {
+            "plan": self.name,
+            "updated_ms": int(time.time() * 1000),
+            "application": {"id": sc.applicationId, "name": sc.appName, "master": sc.master},
+            "inflow": self.handoff_dir,
+            "outflow": sorted(self.sinks),
+            "queries": [vars(self._query_status(g.name)) for g in self.groups],
+        }
+
+    def _query_status(self, group: str) -> QueryStatus:
+        q = self.queries.get(group)
+        if q is None:
+            return QueryStatus(group, None, False, None, None, None, None, None, None, None)
+        p: dict[str, Any] = q.lastProgress or {}
+        ops = p.get("stateOperators") or [{}]
+        exc = q.exception() if not q.isActive else None
+        return QueryStatus(
+            q.name or group,
+            str(q.id),
+            q.isActive,
+            None if exc is None else _reason(str(exc)),
+            p.get("batchId"),
+            p.get("inputRowsPerSecond"),
+            p.get("processedRowsPerSecond"),
+            (p.get("durationMs") or {}).get("triggerExecution"),
+            ops[0].get("numRowsTotal"),
+            ops[0].get("memoryUsedBytes"),
+        )
+
+    def process_available(self) -> None:
+        """Wait until every query has processed what the hand-off holds now."""
+        for q in self.queries.values():
+            q.processAllAvailable()
+
+    def stop(self) -> None:
+        for q in self.queries.values():
+            if q.isActive:
+                q.stop()
+        if self.queries:
+            self.write_status()
