@@ -302,6 +302,31 @@ def test_the_notifier_makes_the_lease_require_what_a_standby_of_its_term_may_lac
         server.stop()
 
 
+def serving(sequencer: Sequencer) -> PeerServer:
+    """The notifier's cluster port, serving subscriptions to `sequencer` (started)."""
+
+    def serve(connection: Connection) -> None:
+        request, _ = connection.recv()
+        sequencer.serve(connection, request)
+
+    server = PeerServer("127.0.0.1", 0, "a", SECRET, serve)
+    server.start()
+    return server
+
+
+def following(
+    standby: Run, server: PeerServer, gate: OutputGate, install: Callable[[bytes], Any]
+) -> Follower:
+    """Standby `standby`'s subscription to the notifier at `server` (not started)."""
+    return Follower(
+        standby.journal,
+        gate,
+        notifier=lambda: f"127.0.0.1:{server.port}",
+        connect=lambda address: connect(address, "b", "replicate", SECRET),
+        install=install,
+    )
+
+
 def test_a_standby_whose_plan_was_redeployed_takes_the_notifiers_state_once_both_run_the_new_text(
     tmp_path: Path,
 ) -> None:
@@ -313,13 +338,7 @@ def test_a_standby_whose_plan_was_redeployed_takes_the_notifiers_state_once_both
     sequencer = Sequencer(notifier.journal, OutputGate("p", no_outputs))
     notifier.journal.lead(1, sequencer)
     notifier.do(OPS[:4])
-
-    def serve(connection: Connection) -> None:
-        request, _ = connection.recv()
-        sequencer.serve(connection, request)
-
-    server = PeerServer("127.0.0.1", 0, "a", SECRET, serve)
-    server.start()
+    server = serving(sequencer)
     standby = Run(tmp_path / "b", Wall(10**12))
     standby.journal.deployed = "text-1"
     standby.journal.follow(None)
@@ -330,13 +349,7 @@ def test_a_standby_whose_plan_was_redeployed_takes_the_notifiers_state_once_both
         standby.runtime.restore(blob)
 
     gate = OutputGate("p", no_outputs)
-    follower = Follower(
-        standby.journal,
-        gate,
-        notifier=lambda: f"127.0.0.1:{server.port}",
-        connect=lambda address: connect(address, "b", "replicate", SECRET),
-        install=install,
-    )
+    follower = following(standby, server, gate, install)
     try:
         follower.start()
         wait(lambda: follower.live, "the standby to join")
@@ -371,13 +384,7 @@ def test_a_standby_whose_state_does_not_fit_the_notifiers_is_not_eligible_and_as
     sequencer = Sequencer(notifier.journal, OutputGate("p", no_outputs))
     notifier.journal.lead(1, sequencer)
     notifier.do(OPS[:4])
-
-    def serve(connection: Connection) -> None:
-        request, _ = connection.recv()
-        sequencer.serve(connection, request)
-
-    server = PeerServer("127.0.0.1", 0, "a", SECRET, serve)
-    server.start()
+    server = serving(sequencer)
     standby = Run(tmp_path / "b", Wall(10**12))
     standby.journal.follow(None)
     attempts: list[float] = []
@@ -386,13 +393,7 @@ def test_a_standby_whose_state_does_not_fit_the_notifiers_is_not_eligible_and_as
         attempts.append(time.monotonic())
         raise StateDoesNotFit("p", ["query 'sliding'"])
 
-    follower = Follower(
-        standby.journal,
-        OutputGate("p", no_outputs),
-        notifier=lambda: f"127.0.0.1:{server.port}",
-        connect=lambda address: connect(address, "b", "replicate", SECRET),
-        install=install,
-    )
+    follower = following(standby, server, OutputGate("p", no_outputs), install)
     try:
         follower.start()
         wait(lambda: len(attempts) == 1, "the standby to try the notifier's state")
