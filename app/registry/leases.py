@@ -77,12 +77,7 @@ class RegistryLeases:
             renewal = sa.and_(c.holder == node, c.expires_ms > now)
             raised: list[tuple[Any, Any]] = []
             if require is not None:  # only the holder's renewal raises what takers must hold
-                higher = sa.or_(
-                    c.required_term.is_(None),
-                    c.required_term < require.term,
-                    sa.and_(c.required_term == require.term, c.required_position < require.position),
-                )
-                raise_it = sa.and_(renewal, higher)
+                raise_it = sa.and_(renewal, _required_up_to(require, inclusive=False))
                 raised = [  # the position first: MySQL would compare it with the new term
                     (c.required_position, sa.case((raise_it, require.position), else_=c.required_position)),
                     (c.required_term, sa.case((raise_it, require.term), else_=c.required_term)),
@@ -193,10 +188,17 @@ def _covers(held: LogPosition | None) -> sa.ColumnElement[bool]:
     c = schema.leases.c
     if held is None:
         return c.required_term.is_(None)
+    return _required_up_to(held, inclusive=True)
+
+
+def _required_up_to(where: LogPosition, *, inclusive: bool) -> sa.ColumnElement[bool]:
+    """The row requires nothing, or a position before `where` (or `where` itself if `inclusive`)."""
+    c = schema.leases.c
+    position = c.required_position <= where.position if inclusive else c.required_position < where.position
     return sa.or_(
         c.required_term.is_(None),
-        c.required_term < held.term,
-        sa.and_(c.required_term == held.term, c.required_position <= held.position),
+        c.required_term < where.term,
+        sa.and_(c.required_term == where.term, position),
     )
 
 

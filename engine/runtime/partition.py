@@ -141,22 +141,14 @@ class PartitionRuntime:
             for due, _, owner in sorted(self.scheduler.pending())
             if owner.startswith(prefix)
         ]
-        queries = [{k: v.snapshot() for k, v in parts.items()} for parts in inst.states.values()]
-        return [inst.last_used, queries, timers]
+        return [inst.last_used, _queries_state(inst), timers]
 
     def restore_key(self, key: Any, state: list[Any]) -> None:
         """Replace the key's instance (if any) with one holding `state` (`snapshot_key`'s),
         its timers pending again. The instance's starters do not run: its timers come back."""
         last_used, queries, timers = state
         self._drop(key)
-        inst = PartitionInstance(key)
-        self.build_instance(key, inst)
-        self.instances[key] = inst
-        inst.last_used = last_used
-        for parts, saved in zip(inst.states.values(), queries, strict=True):
-            for k, obj in parts.items():
-                if k in saved:
-                    obj.restore(saved[k])
+        self._rebuild(key, last_used, queries)
         prefix = _owner_prefix(self.name, key)
         self.scheduler.restore([[due, prefix + rel] for due, rel in timers])
 
@@ -172,28 +164,29 @@ class PartitionRuntime:
     def snapshot(self) -> Any:
         """Per key: the key, when it was last used, and its queries' states in the order
         of the partition's queries (their names may change with edits elsewhere)."""
-        return [
-            [
-                key,
-                inst.last_used,
-                [{k: v.snapshot() for k, v in parts.items()} for parts in inst.states.values()],
-            ]
-            for key, inst in self.instances.items()
-        ]
+        return [[key, inst.last_used, _queries_state(inst)] for key, inst in self.instances.items()]
 
     def restore(self, state: Any) -> None:
         for key in list(self.instances):
             self._drop(key)
         for key, last_used, queries in state:
-            key = tuple(key) if isinstance(key, list) else key
-            inst = PartitionInstance(key)
-            self.build_instance(key, inst)
-            self.instances[key] = inst
-            inst.last_used = last_used
-            for parts, saved in zip(inst.states.values(), queries, strict=True):
-                for k, obj in parts.items():
-                    if k in saved:
-                        obj.restore(saved[k])
+            self._rebuild(tuple(key) if isinstance(key, list) else key, last_used, queries)
+
+    def _rebuild(self, key: Any, last_used: int, queries: list[dict[str, Any]]) -> None:
+        """A new instance for `key` holding the queries' saved states (its starters do not run)."""
+        inst = PartitionInstance(key)
+        self.build_instance(key, inst)
+        self.instances[key] = inst
+        inst.last_used = last_used
+        for parts, saved in zip(inst.states.values(), queries, strict=True):
+            for k, obj in parts.items():
+                if k in saved:
+                    obj.restore(saved[k])
+
+
+def _queries_state(inst: PartitionInstance) -> list[dict[str, Any]]:
+    """The states of one instance's queries, in the order of the partition's queries."""
+    return [{k: v.snapshot() for k, v in parts.items()} for parts in inst.states.values()]
 
 
 def _owner_prefix(name: str, key: Any) -> str:
