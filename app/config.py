@@ -129,6 +129,7 @@ class HA:
     lease_ms: int = 2000  # how long a lease lasts in the registry
     renew_ms: int = 250
     margin_ms: int = 750  # a notifier stops this long before its lease can run out
+    failback_ms: int = 5000  # a member that came back gets its plans after this long alive (0: at once)
 
 
 FSYNC_POLICIES = ("always", "interval", "off")
@@ -290,6 +291,9 @@ def _validate(cfg: Config) -> None:
         raise ConfigError(msg)
     if not 0 < cfg.ha.renew_ms < cfg.ha.margin_ms < cfg.ha.lease_ms:
         msg = "ha needs 0 < renew_ms < margin_ms < lease_ms"
+        raise ConfigError(msg)
+    if cfg.ha.failback_ms < 0:
+        msg = "ha.failback_ms must be 0 or more"
         raise ConfigError(msg)
     c = cfg.cluster
     if not 0 < c.heartbeat_ms < c.suspect_ms < c.dead_ms:

@@ -9,7 +9,9 @@ up with the plan's input, and the answer to the last lease request. The rules:
 - it notifies only while `ha.lease.Holder` says the lease holds;
 - a notifier that placement no longer names (a member came back, an operator moved the plan)
   releases the lease once the preferred member has caught up, so the move costs no gap, and
-  leaves it to that member for a lease's time;
+  leaves it to that member for a lease's time; a member that came back gets its plans only
+  after placement has named it for `failback_s` without a break (an operator's move is at
+  once), so a member that pauses or restarts again and again does not drag its plans along;
 - a node that does not hold the lease is a standby: it processes the plan's input and keeps
   its outputs for a takeover, but writes nothing.
 Views may disagree during a partition: then two nodes may both ask, and the store grants one.
@@ -48,12 +50,14 @@ class Decision:
 class PlanRole:
     """This node's (`node`) role for plan `plan`."""
 
-    def __init__(self, plan: str, node: str, timing: Timing) -> None:
+    def __init__(self, plan: str, node: str, timing: Timing, failback_s: float = 0.0) -> None:
         self.plan = plan
         self.node = node
         self.holder = Holder(node, timing)
+        self.failback_s = failback_s
         self.lease: Lease | None = None  # the store's last answer, whoever holds it
         self._yielded_at: float | None = None
+        self._other_preferred: tuple[str, float] | None = None  # (member, since) while holding
 
     def answered(self, sent: float, lease: Lease | None) -> None:
         """The store answered a request sent at `sent` (None: it did not answer)."""
@@ -80,9 +84,12 @@ class PlanRole:
         holds = self.holder.holds(now)
         role = Role.NOTIFIER if holds else Role.STANDBY
         preferred = notifier(self.plan, members, pinned)
-        if holds:
-            if preferred != self.node and others_caught_up:
+        if holds and preferred != self.node:
+            if self._hand_over(now, preferred, pinned) and others_caught_up:
                 return Decision(Role.STANDBY, Action.RELEASE)
+        else:
+            self._other_preferred = None
+        if holds:
             return Decision(role, Action.ACQUIRE if self.holder.due(now) else Action.NOTHING)
         if not caught_up:
             return Decision(role, Action.NOTHING)
@@ -95,3 +102,14 @@ class PlanRole:
         if (preferred == self.node or orphaned) and self.holder.due(now):
             return Decision(role, Action.ACQUIRE)
         return Decision(role, Action.NOTHING)
+
+    def _hand_over(self, now: float, preferred: str | None, pinned: Mapping[str, str] | None) -> bool:
+        """Whether to give the lease to `preferred` now: an operator's move at once, a member
+        that came back once placement has named it for `failback_s` in a row."""
+        if preferred is None:
+            return False
+        if (pinned or {}).get(self.plan) == preferred:
+            return True
+        if self._other_preferred is None or self._other_preferred[0] != preferred:
+            self._other_preferred = (preferred, now)
+        return now - self._other_preferred[1] >= self.failback_s

@@ -61,6 +61,7 @@ class ClusterSettings:
     secret: bytes
     timeouts: Timeouts
     timing: Timing
+    failback_s: float = 0.0  # a member that came back gets its plans after this long preferred
 
 
 class NotifierFence:
@@ -119,6 +120,7 @@ class _Plan:
         self.ineligible: LogPosition | None = None  # the requirement last logged as not covered here
         self.relayed = RelayedBundles()  # bundles members relayed to this node while it notified
         self.fenced_at_takeover = 0  # the node's count of fence refusals when its term began
+        self.preferred: str | None = None  # the member placement names notifier, in this node's view
 
 
 class Cluster:
@@ -208,7 +210,10 @@ class Cluster:
             if plan is None:
                 gate = OutputGate(name, self._emit)
                 plan = self._plans[name] = _Plan(
-                    name, journal, gate, PlanRole(name, self.me, self.settings.timing)
+                    name,
+                    journal,
+                    gate,
+                    PlanRole(name, self.me, self.settings.timing, self.settings.failback_s),
                 )
                 journal.follow(self._relay_for(name))
                 journal.resends = Resends()
@@ -259,6 +264,7 @@ class Cluster:
                 p.name: {
                     "role": "notifier" if p.epoch else "standby",
                     "epoch": p.epoch or None,
+                    "preferred": p.preferred,  # the notifier once a member that came back has settled
                     "position": p.journal.position,
                     "held_outputs": p.gate.held,
                     "standbys_in_sync": p.sequencer.in_sync() if p.sequencer else [],
@@ -306,7 +312,7 @@ class Cluster:
         known = plan.role.lease
         caught_up = follower is None or follower.caught_up or known is None or known.holder == self.me
         others = plan.sequencer.in_sync() if plan.sequencer is not None else []
-        preferred = notifier(plan.name, sorted({*candidates, self.me}), pinned)
+        preferred = plan.preferred = notifier(plan.name, sorted({*candidates, self.me}), pinned)
         decision = plan.role.tick(now, candidates, caught_up, pinned, others_caught_up=preferred in others)
         if decision.action is Action.ACQUIRE:
             sent = time.monotonic()

@@ -160,6 +160,7 @@ class Node:
             secret=c.secret.encode(),
             timeouts=Timeouts(c.heartbeat_ms, c.suspect_ms, c.dead_ms),
             timing=Timing(ha.lease_ms, ha.renew_ms, ha.margin_ms),
+            failback_s=ha.failback_ms / 1000,
         )
         return Cluster(
             settings,

@@ -80,6 +80,19 @@ class Connection:
             msg = f"cannot send to {self.peer}: {exc.strerror or exc}"
             raise PeerError(msg) from None
 
+    def close_with(self, header: Header) -> None:
+        """Close, telling the peer `header` first if that goes out at once: never wait on a peer
+        that does not read (a send stuck on it holds the send lock for up to `SEND_SECONDS`)."""
+        data = json.dumps(header, separators=(",", ":")).encode()
+        if self._send_lock.acquire(blocking=False):
+            try:
+                self.sock.send(_FRAME.pack(4 + len(data), len(data)) + data, socket.MSG_DONTWAIT)
+            except OSError:
+                pass
+            finally:
+                self._send_lock.release()
+        self.close()  # a send stuck in another thread fails now
+
     def recv(self, limit: int = MAX_MESSAGE_BYTES, timeout: float | None = None) -> tuple[Header, bytes]:
         """The next message; `PeerError` if none came within `timeout` s (None: wait)."""
         return _recv(self.sock, self.peer, limit, None if timeout is None else time.monotonic() + timeout)

@@ -87,11 +87,7 @@ class _Subscriber:
             return
         self.gone = True
         log.warning("standby %s dropped: %s; it must catch up again", self.peer, why)
-        try:
-            self.connection.send({"t": "dropped", "why": why})
-        except PeerError:
-            pass
-        self.connection.close()
+        self.connection.close_with({"t": "dropped", "why": why})
 
 
 class Sequencer:

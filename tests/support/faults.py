@@ -79,14 +79,18 @@ class Rig:
             if notifier is None:
                 return None
             standby = self.other(notifier)
-            synced = standby.tmp.name in str(plan_status(notifier).get("standbys_in_sync"))
-            return (notifier, standby) if synced and plan_status(standby).get("caught_up") else None
+            status = plan_status(notifier)
+            synced = standby.tmp.name in str(status.get("standbys_in_sync"))
+            placed = status.get("preferred") == notifier.sections["node"]["id"]  # no failback to come
+            return (
+                (notifier, standby) if synced and placed and plan_status(standby).get("caught_up") else None
+            )
 
         def stable() -> tuple[NodeProcess, NodeProcess] | None:
             first = settled()
             if first is None:
                 return None
-            time.sleep(1.0)  # the first notifier hands over at once if placement prefers the other
+            time.sleep(0.5)
             return first if settled() == first else None
 
         found: tuple[NodeProcess, NodeProcess] = wait_for(

@@ -12,6 +12,13 @@ Because the row is locked until the transaction ends, a new notifier's first wri
 an old one's write in flight instead of racing it, and after it commits no write of the old
 epoch can commit.
 
+A notifier frozen in the middle of a write (SIGSTOP, a VM paused, a swap storm) would hold
+that lock, and block every later notifier, for as long as it stays frozen, then commit rows
+it checked under a lease long gone. So a fenced transaction may not sit idle: the database
+drops it after `IDLE_LIMIT_S` without a statement (MariaDB `idle_transaction_timeout`,
+PostgreSQL `idle_in_transaction_session_timeout`; MySQL and SQLite have no such limit). The
+frozen writer's commit then fails, it retries, and its own lease check refuses the retry.
+
     plan        VARCHAR(200) primary key   (MySQL/MariaDB: utf8mb4_bin)
     epoch       BIGINT
 
@@ -33,6 +40,8 @@ from engine.errors import NotLeader
 
 FENCE_TABLE = "cepheus_fence"
 MAX_PLAN = 200
+IDLE_LIMIT_S = 1  # a fenced transaction idle this long is dropped by the database (whole seconds)
+_IDLE_LIMITED = "cepheus_idle_limited"  # set in a MariaDB connection's info once it has the limit
 
 _ready: set[tuple[str, str | None]] = set()  # (database URL, schema) where the table exists
 _ready_lock = threading.Lock()
@@ -64,6 +73,7 @@ class EpochFence:
 
     def __call__(self, conn: sa.Connection) -> None:
         self._ensure(conn.engine)
+        limit_idleness(conn)
         t, c = self.table, self.table.c
         lock_for_writing(conn, t)
         stored = conn.execute(sa.select(c.epoch).where(c.plan == self.plan).with_for_update()).scalar()
@@ -100,3 +110,16 @@ class EpochFence:
                 if not sa.inspect(engine).has_table(FENCE_TABLE, schema=self.table.schema):
                     raise  # the database is down or refuses: the adapter retries the write
             _ready.add(key)
+
+
+def limit_idleness(conn: sa.Connection) -> None:
+    """Have the database drop this transaction once it sits `IDLE_LIMIT_S` without a statement
+    (see the module): on MariaDB once per connection, on PostgreSQL per transaction."""
+    dialect = conn.dialect
+    if dialect.name == "postgresql":
+        conn.exec_driver_sql(f"SET LOCAL idle_in_transaction_session_timeout = {IDLE_LIMIT_S * 1000}")
+    elif dialect.name in ("mysql", "mariadb") and getattr(dialect, "is_mariadb", False):
+        info = conn.connection.info
+        if not info.get(_IDLE_LIMITED):
+            conn.exec_driver_sql(f"SET SESSION idle_transaction_timeout = {IDLE_LIMIT_S}")
+            info[_IDLE_LIMITED] = True

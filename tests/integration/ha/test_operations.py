@@ -161,8 +161,18 @@ def test_with_no_fault_nothing_changes_role(
     try:
         feeder = ClusterFeeder(pair, plan_input, base)
         feeder.start()
-        time.sleep(5.0)  # the first notifier may hand the plan to the member placement prefers
-        notifier = wait_for(pair.notifier, 10, "a notifier")
+        notifier = wait_for(  # the first notifier hands the plan to the member placement prefers
+            lambda: next(
+                (
+                    n
+                    for n in [pair.notifier()]
+                    if n and plan_status(n).get("preferred") == n.sections["node"]["id"]
+                ),
+                None,
+            ),
+            20,
+            "the preferred member notifying",
+        )
         epoch = plan_status(notifier)["epoch"]
         changes = 0
         end = time.monotonic() + SOAK_SECONDS

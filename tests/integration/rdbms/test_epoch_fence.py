@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from adapters.output import RdbmsAdapter, build_adapter
-from adapters.output.rdbms.epoch_fence import EpochFence
+from adapters.output.rdbms.epoch_fence import IDLE_LIMIT_S, EpochFence
 
 from .database import Database
 
@@ -91,3 +91,28 @@ def test_a_new_epoch_waits_for_a_write_in_flight_and_then_fences_it_off(net_db: 
         EpochFence(plan, 1)(old)
     late.rollback()
     old.close()
+
+
+def test_a_write_frozen_in_flight_is_dropped_by_the_database_and_never_commits(net_db: Database) -> None:
+    """A notifier paused in the middle of a write does not block the next notifier for as long as
+    it stays paused, and its rows, checked under a lease long gone, never commit."""
+    db, plan, table = net_db, f"plan-{uuid.uuid4().hex[:8]}", net_db.table_name("fenced")
+    out = start(db, table)
+    out.publish([{"k": 0}], fence=EpochFence(plan, 1))
+    assert out.flush(timeout=20)
+    old = db.engine.connect()
+    frozen = old.begin()
+    EpochFence(plan, 1)(old)
+    old.execute(sa.text(f"INSERT INTO {table} (k) VALUES (1)"))  # then nothing: the process is stopped
+    asked = time.monotonic()
+    out.publish([{"k": 2}], fence=EpochFence(plan, 2))
+    assert out.flush(timeout=30)
+    waited = time.monotonic() - asked
+    assert waited < IDLE_LIMIT_S + 2.0, f"the new notifier's first write waited {waited:.1f} s"
+    time.sleep(0.5)
+    with pytest.raises(sa.exc.DBAPIError):  # the process wakes up and commits: the database dropped it
+        old.execute(sa.text(f"INSERT INTO {table} (k) VALUES (3)"))
+        frozen.commit()
+    old.invalidate()
+    old.close()
+    assert db.rows(table, "k") == [(0,), (2,)] and stored_epoch(db, plan) == 2

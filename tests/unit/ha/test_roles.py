@@ -67,3 +67,25 @@ def test_a_lease_the_store_says_expired_is_asked_for_even_with_its_holder_alive(
     assert b.tick(0.5, NODES, caught_up=True).action is Action.NOTHING  # a holds it and is alive
     b.lease = Lease(PLAN, "a", 1, 0)  # a is cut off from the store: its lease ran out there
     assert b.tick(0.6, NODES, caught_up=True).action is Action.ACQUIRE
+
+
+def test_a_member_that_came_back_gets_the_plan_only_after_failback_in_a_row() -> None:
+    b = PlanRole(PLAN, "b", T, failback_s=5.0)
+    b.answered(0.0, granted("b", 2))  # b took over while a was away; a is back and preferred
+    for t in (0.1, 0.2):
+        b.answered(t, granted("b", 2))
+        assert b.tick(t, NODES, caught_up=True).role is Role.NOTIFIER
+    b.answered(0.3, granted("b", 2))
+    assert b.tick(0.3, ["b"], caught_up=True).role is Role.NOTIFIER  # a gone again: the wait starts over
+    t = 0.4
+    while t < 5.4:
+        b.answered(t, granted("b", 2))
+        assert b.tick(t, NODES, caught_up=True).action is not Action.RELEASE, t
+        t = round(t + 0.2, 1)
+    assert b.tick(5.45, NODES, caught_up=True).action is Action.RELEASE
+
+
+def test_an_operators_move_hands_over_at_once_whatever_the_failback() -> None:
+    b = PlanRole(PLAN, "b", T, failback_s=60.0)
+    b.answered(0.0, granted("b", 2))
+    assert b.tick(0.1, NODES, caught_up=True, pinned={PLAN: "a"}).action is Action.RELEASE

@@ -7,6 +7,7 @@ from __future__ import annotations
 import queue
 import socket
 import struct
+import threading
 import time
 from collections.abc import Iterator
 
@@ -97,3 +98,29 @@ def test_a_client_trickling_bytes_is_cut_off_when_the_whole_handshake_is_due(
             pass
         assert closed_without_answer(raw)
         assert time.monotonic() - started < 6.0
+
+
+def test_closing_with_a_last_word_never_waits_on_a_peer_that_does_not_read() -> None:
+    """A standby that stopped reading (a black-holed network) must not hold up the notifier
+    dropping it: the send stuck on it fails, and the drop returns at once."""
+    mine, theirs = socket.socketpair()
+    mine.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    connection = Connection(mine, "node-b", "subscribe")
+    failed: queue.Queue[BaseException | None] = queue.Queue()
+
+    def stuck() -> None:
+        try:
+            connection.send({"t": "rec"}, b"x" * (8 << 20))  # far more than the buffers hold
+            failed.put(None)
+        except PeerError as exc:
+            failed.put(exc)
+
+    sender = threading.Thread(target=stuck, daemon=True)
+    sender.start()
+    time.sleep(0.3)  # the sender is blocked on the full buffer, holding the send lock
+    started = time.monotonic()
+    connection.close_with({"t": "dropped", "why": "not acknowledged"})
+    assert time.monotonic() - started < 0.5
+    assert isinstance(failed.get(timeout=2), PeerError)
+    assert connection.closed
+    theirs.close()
