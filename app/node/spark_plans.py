@@ -51,7 +51,7 @@ CHECKPOINTS = "checkpoints"
 LOCK_FILE = "cepheus-driver.lock"
 ID_FILE = "cepheus-id"
 WAIT_SECONDS = 1.0  # a micro-batch waiting for its adapters checks this often whether the plan stops
-START_JOIN_SECONDS = 120.0  # how long stopping waits for a plan's Spark start (the JVM's) to end
+START_WAIT_SECONDS = 120.0  # how long a new text waits for the old one's queries (same names) to stop
 
 
 class DriverLock:
@@ -195,8 +195,9 @@ class SparkPlan:
         return self.directory / CHECKPOINTS
 
 
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+def plan_directory(spark_dir: Path, plan: str) -> Path:
+    """Where a plan's texts keep their hand-off and checkpoints: `<spark dir>/<plan>`."""
+    return spark_dir / re.sub(r"[^A-Za-z0-9_.-]", "_", plan)
 
 
 class SparkDriver:
@@ -248,7 +249,7 @@ class SparkDriver:
     ) -> SparkPlan:
         """Take the plan's directory (`SparkPlanError` when another driver has it) and start
         its queries in the background; `after`: the text it replaces, stopped by the caller."""
-        directory = self.directory / _safe(plan.name) / fingerprint[:12]
+        directory = plan_directory(self.directory, plan.name) / fingerprint[:12]
         lock = DriverLock(directory / CHECKPOINTS, self.node_id)
         try:
             handoff = HandOff(str(directory / HANDOFF))
@@ -288,7 +289,7 @@ class SparkDriver:
 
         try:
             if sp.after is not None:
-                sp.after.stopped.wait(self.settings.drain_seconds + START_JOIN_SECONDS)
+                sp.after.stopped.wait(self.settings.drain_seconds + START_WAIT_SECONDS)
             session = self.session()
             s = self.settings
             deployment = SparkDeployment(
@@ -335,12 +336,10 @@ class SparkDriver:
                     self.settings.drain_seconds,
                     sp.directory / HANDOFF,
                 )
-        with sp.guard:
+        with sp.guard:  # a start under way finishes first; one not there yet starts nothing
             sp.stopping.set()
         for sink in sp.sinks.values():
             sink.stopping.set()
-        if sp.thread is not None and sp.thread is not threading.current_thread():
-            sp.thread.join(START_JOIN_SECONDS)
         deployment = sp.deployment
         if deployment is not None:
             try:

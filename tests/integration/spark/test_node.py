@@ -230,6 +230,8 @@ def test_thrift_to_spark_to_mariadb_exactly_once_across_a_restart(spark_node: Sp
     assert status["application"]["master"] == "local[2]"
     assert {q["name"] for q in status["queries"]} == {"cepheus_rooms_main", "cepheus_rooms_partition1"}
     assert status["outflow"] == ["Hot", "Rise"] and status["inflow"].endswith("/in")
+    shown = spark_node.node.cli("spark", "status", "--plan", "rooms").stdout  # exit 0: every query up
+    assert "plan rooms: Spark application " in shown and "cepheus_rooms_partition1" in shown
 
 
 def test_the_console_shows_the_queries_of_a_spark_plan_as_active(spark_node: SparkNode) -> None:
