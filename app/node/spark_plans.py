@@ -33,6 +33,7 @@ from app.node.errors import SparkPlanError
 from app.node.ingress import Ingress, Row
 from app.node.journal import Provenance
 from app.node.outputs import OutputHub
+from app.persistence.errors import InputLogError
 from app.registry import ExecutionPlan
 from app.registry.plans import StreamBinding
 from app.spark.handoff import HandOff
@@ -100,6 +101,11 @@ def driver_id(directory: Path) -> str:
         return made
 
 
+class HandOffFailed(InputLogError):
+    """The hand-off could not keep a bundle (a disk error): the receiver refuses it, as a full
+    input log's, and the client sends it again."""
+
+
 class HandOffInput:
     """A Spark plan's input on the node's routes: each row checked against the plan's stream
     (a bad event is refused here, not in Spark, where it would fail the query at every
@@ -112,7 +118,12 @@ class HandOffInput:
     def send(self, stream: str, rows: list[Row], timestamps: list[int] | int) -> None:
         stamps = [timestamps] * len(rows) if isinstance(timestamps, int) else timestamps
         check = self._runtime.check_row
-        self.handoff.append([(stream, t, check(stream, row)) for row, t in zip(rows, stamps, strict=True)])
+        events = [(stream, t, check(stream, row)) for row, t in zip(rows, stamps, strict=True)]
+        try:
+            self.handoff.append(events)
+        except OSError as exc:
+            msg = f"cannot write to the hand-off {self.handoff.directory}: {exc.strerror or exc}"
+            raise HandOffFailed(msg) from None
 
 
 class HubSink:

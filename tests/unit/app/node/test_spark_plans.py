@@ -7,6 +7,7 @@ tests/integration/spark/test_node.py)."""
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -20,6 +21,7 @@ from app.config import Spark, load
 from app.node.errors import SparkPlanError
 from app.node.plans import PlanManager, PlanStatus
 from app.node.spark_plans import SparkDriver, plan_directory
+from app.persistence.errors import InputLogError
 from app.registry import DataSource, ExecutionPlan, Formatter, OutputAdapter
 from engine.errors import ConfigError
 from engine.events import Event
@@ -218,3 +220,16 @@ def wait(condition: Any, seconds: float = 5.0) -> bool:
             return False
         time.sleep(0.01)
     return True
+
+
+def test_a_bundle_the_hand_off_cannot_keep_is_refused(m: Manager, tmp_path: Path, session: Starting) -> None:
+    plans = spark_manager(m, tmp_path, session)
+    try:
+        plans.apply([ExecutionPlan("A", SPARK_A, distributed_mode="spark").checked()])
+        handoff = next(plan_directory(tmp_path / "spark", "A").glob("*/in"))
+        shutil.rmtree(handoff)  # as a disk that fails: the receiver must not acknowledge
+        with pytest.raises(InputLogError, match=f"^cannot write to the hand-off {handoff}: "):
+            m.ingress.publish_rows("s1:1.0.0", [("web", 2)], [1000])
+    finally:
+        session.release.set()
+        plans.stop()
