@@ -148,6 +148,19 @@ class Persistence:
 
 
 @dataclass(frozen=True)
+class Spark:
+    """Plans with `distributed_mode = "spark"` driven from this node (`app.node.spark_plans`)."""
+
+    enabled: bool = False  # off: such plans are left to the nodes that have it on ("elsewhere")
+    master: str = "local[*]"  # or spark://head:7077
+    dir: str = ""  # per plan <plan>/<text id>/in (hand-off) and .../checkpoints; default <data_dir>/spark
+    trigger_seconds: float = 1.0  # how often each streaming query takes what the hand-off holds
+    watermark_delay_ms: int = 0  # how late an event may arrive (by event time) and still count
+    state_partitions: int = 0  # keyed state partitions, fixed at a plan's first start; 0: Spark's default
+    drain_seconds: float = 30.0  # on a redeploy, how long the old text may take to finish its hand-off
+
+
+@dataclass(frozen=True)
 class Config:
     node: Node = field(default_factory=Node)
     registry: Registry = field(default_factory=Registry)
@@ -159,6 +172,7 @@ class Config:
     cluster: Cluster = field(default_factory=Cluster)
     ha: HA = field(default_factory=HA)
     persistence: Persistence = field(default_factory=Persistence)
+    spark: Spark = field(default_factory=Spark)
 
     # ---- effective values ---------------------------------------------------------------
 
@@ -192,6 +206,11 @@ class Config:
     @property
     def data_dir(self) -> Path:
         return Path(self.node.data_dir)
+
+    @property
+    def spark_dir(self) -> Path:
+        """Where the node keeps its Spark plans' hand-offs and checkpoints."""
+        return Path(self.spark.dir) if self.spark.dir else self.data_dir / "spark"
 
     @property
     def node_id(self) -> str:
@@ -390,11 +409,30 @@ def _validate(cfg: Config) -> None:
     if p.max_log_bytes < 1024 * 1024:
         msg = f"persistence.max_log_bytes must be at least 1048576 (1 MiB), got {p.max_log_bytes}"
         raise ConfigError(msg)
+    _validate_spark(cfg.spark)
     for address in (*cfg.cluster.wka, *([cfg.cluster.advertise] if cfg.cluster.advertise else [])):
         host, _, port_text = address.rpartition(":")
         if not host or not port_text.isdigit():
             msg = f"cluster address {address!r} (wka or advertise) must be host:port"
             raise ConfigError(msg)
+
+
+def _validate_spark(s: Spark) -> None:
+    if not s.master.strip():
+        msg = 'spark.master must name a Spark master, e.g. "local[*]" or "spark://head:7077"'
+        raise ConfigError(msg)
+    if s.trigger_seconds <= 0:
+        msg = f"spark.trigger_seconds must be positive, got {s.trigger_seconds}"
+        raise ConfigError(msg)
+    if s.watermark_delay_ms < 0:
+        msg = f"spark.watermark_delay_ms must be 0 or more, got {s.watermark_delay_ms}"
+        raise ConfigError(msg)
+    if s.state_partitions < 0:
+        msg = f"spark.state_partitions must be 0 (Spark's default parallelism) or more, got {s.state_partitions}"
+        raise ConfigError(msg)
+    if s.drain_seconds < 0:
+        msg = f"spark.drain_seconds must be 0 or more, got {s.drain_seconds}"
+        raise ConfigError(msg)
 
 
 def load(

@@ -1,8 +1,9 @@
-"""`cepheus spark status CHECKPOINT_DIR`: a plan deployed on Spark Structured Streaming,
-as its deployment last wrote it into its checkpoint directory (app/spark/streaming.py):
-the Spark application, the inflow and outflow, and per query (one per execution group)
-its state, last micro-batch, rows/s, batch duration and state size. Needs no Spark.
-Register `spark` on the main group.
+"""`cepheus spark status CHECKPOINT_DIR` (or `--plan NAME`): a plan deployed on Spark
+Structured Streaming, as its deployment last wrote it into its checkpoint directory
+(app/spark/streaming.py): the Spark application, the inflow and outflow, and per query (one
+per execution group) its state, last micro-batch, rows/s, batch duration and state size.
+`--plan` finds the directory of a plan a node drives under the node's `[spark] dir` (its
+current text's: the newest status). Needs no Spark. Register `spark` on the main group.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ import time
 from typing import Any
 
 import click
+
+from app.commands.registry import config_option, load_config
+from engine.errors import ConfigError
 
 HEADERS = (
     "QUERY",
@@ -43,6 +47,26 @@ def read_status(checkpoint_dir: str) -> dict[str, Any]:
     return status
 
 
+def plan_checkpoints(plan: str, config_path: str | None) -> str:
+    """The checkpoint directory of `plan` under the node's `[spark] dir`: of the text that
+    wrote its status last (each text of a plan has a directory of its own)."""
+    from app.node.spark_plans import CHECKPOINTS, plan_directory
+    from app.spark.streaming import STATUS_FILE
+
+    try:
+        base = plan_directory(load_config(config_path).spark_dir, plan)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    found = sorted(base.glob(f"*/{CHECKPOINTS}/{STATUS_FILE}"), key=lambda p: p.stat().st_mtime)
+    if not found:
+        msg = (
+            f"no Spark status of plan {plan} under {base}: is it a plan with distributed_mode 'spark', "
+            "deployed on a node with [spark] enabled and this configuration (--config)?"
+        )
+        raise click.ClickException(msg)
+    return str(found[-1].parent)
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return "-"
@@ -57,11 +81,18 @@ def spark() -> None:
 
 
 @spark.command()
-@click.argument("checkpoint_dir", type=click.Path(file_okay=False))
+@click.argument("checkpoint_dir", type=click.Path(file_okay=False), required=False)
+@click.option("--plan", help="a plan a node drives on Spark: its directory under the node's [spark] dir")
+@config_option
 @click.option("--json", "as_json", is_flag=True, help="print the status as JSON")
-def status(checkpoint_dir: str, as_json: bool) -> None:
-    """Show a Spark deployment's application and queries from CHECKPOINT_DIR."""
-    st = read_status(checkpoint_dir)
+def status(checkpoint_dir: str | None, plan: str | None, config_path: str | None, as_json: bool) -> None:
+    """Show a Spark deployment's application and queries from CHECKPOINT_DIR (or --plan's)."""
+    if (checkpoint_dir is None) == (plan is None):
+        msg = "give either CHECKPOINT_DIR or --plan NAME (with the node's --config)"
+        raise click.UsageError(msg)
+    st = read_status(
+        checkpoint_dir if checkpoint_dir is not None else plan_checkpoints(str(plan), config_path)
+    )
     if as_json:
         click.echo(json.dumps(st, indent=1))
         return

@@ -10,7 +10,8 @@
   `{"columns": [...], "rows": [[...], ...]}`; a read needs any user, a change an admin).
 - `streams/<id>/events` (the event simulator), `streams/<id>/trace` (the last events).
 - `users`, `tokens` (bearer tokens: shown once at creation), `cluster` (members, leases,
-  pins, drains), `server` (the node's report; graceful restart and shutdown).
+  pins, drains), `spark` (the plans this node drives on Spark: their queries' status), `server`
+  (the node's report; graceful restart and shutdown).
 
 Reading needs any user; changing needs an admin (a viewer gets 403); a user may manage their
 own tokens and password. Errors are `{"error": message, "field": key}` (a plan's SiddhiQL
@@ -385,6 +386,15 @@ def api_blueprint(services: ConsoleServices) -> Blueprint:
         if not RegistryMembers(registry).drain(node, draining):
             raise ApiError(404, f"member {node} has never reported to this registry")
         return reply({"node": node, "draining": draining})
+
+    # ---- Spark --------------------------------------------------------------------------------
+
+    @bp.get("/spark")
+    def spark() -> Response:
+        """The plans this node drives on Spark, each with its queries' status."""
+        if services.spark is None:
+            return reply({"enabled": False, "plans": {}})
+        return reply({"enabled": True, "plans": services.spark()})
 
     # ---- the server ----------------------------------------------------------------------------
 

@@ -337,6 +337,17 @@ def _paths() -> dict[str, Any]:
         | _write()
         | {"responses": _answers(200, {"type": "object"}, 403, 404, 422)},
     }
+    spark = {
+        "type": "object",
+        "required": ["enabled", "plans"],
+        "properties": {"enabled": {"type": "boolean"}, "plans": {"type": "object"}},
+    }
+    paths["/spark"] = {
+        "get": {
+            "summary": "the plans this node drives on Spark, with their queries",
+            "responses": _answers(200, spark),
+        }
+    }
     paths["/server"] = {"get": {"summary": "the node's report", "responses": _answers(200, _ref("Report"))}}
     for action in ("restart", "shutdown"):
         paths[f"/server/{action}"] = {

@@ -1,5 +1,6 @@
-"""The console's operations pages: the event simulator and tracer, the cluster, the server
-(graceful restart and shutdown)."""
+"""The console's operations pages: the event simulator and tracer, the cluster, the plans this
+node drives on Spark (WSO2 CEP 4.0's "Distributed Deployment Status"), the server (graceful
+restart and shutdown)."""
 
 from __future__ import annotations
 
@@ -95,6 +96,13 @@ def register(bp: Blueprint, services: ConsoleServices) -> None:
             f"member {node}: {'no longer draining' if undo else 'draining'}",
             url_for("console.cluster"),
         )
+
+    # ---- Spark --------------------------------------------------------------------------------
+
+    @bp.get("/spark")
+    def spark() -> Page:
+        plans = services.spark() if services.spark is not None else None
+        return render_template("spark.html", plans=plans, chosen=request.args.get("plan"))
 
     # ---- server ------------------------------------------------------------------------------
 

@@ -45,7 +45,7 @@ from prometheus_client.exposition import choose_encoder
 from adapters.output import AdapterStats
 from adapters.wording import counted
 
-PLAN_STATES = ("running", "restoring", "failed", "disabled", "elsewhere")
+PLAN_STATES = ("running", "restoring", "failed", "disabled", "elsewhere", "starting", "spark")
 ADAPTER_COUNTERS = (  # (the metric's outcome, the `AdapterStats` field, its help)
     ("published", "published", "records the adapter accepted"),
     ("written", "written", "records delivered to the target"),

@@ -39,6 +39,9 @@ class ConsoleServices:
     query: Callable[[str, str], tuple[list[str], list[list[Any]]]] | None = None
     # a plan's snapshots: list, take now, restore one (`app.node.http_snapshots.SnapshotRequests`)
     snapshots: Any = None
+    # the plans this node drives on Spark: plan → state, application, inflow, outflow, queries
+    # (`PlanManager.spark_status`); None: [spark] is off here
+    spark: Callable[[], dict[str, dict[str, Any]]] | None = None
     blueprints: Sequence[Blueprint] = field(
         default_factory=tuple
     )  # the node's own endpoints (events, snapshots)

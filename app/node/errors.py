@@ -37,3 +37,8 @@ class StateDoesNotFit(CEPError):
             "this member cannot take over until both run the same version of Cepheus and of the plan"
         )
         super().__init__(msg)
+
+
+class SparkPlanError(CEPError):
+    """A plan with `distributed_mode = "spark"` cannot be driven from this node (its checkpoint
+    directory is another driver's, Spark cannot start, ...); the message says what to change."""

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import Any
+from typing import Any, Protocol
 
 from adapters.thrift import Column, WireEvent, WireEvents
 from adapters.wording import counted
@@ -31,11 +31,16 @@ from app.node.journal import BundleFailed, NotLeading, PlanJournal, wall_ms
 from app.node.latency import Latency, LatencyHistogram
 from app.node.tracer import Tracer
 from app.persistence.errors import InputLogError
-from engine import Runtime
 
 log = logging.getLogger(__name__)
 
 Row = tuple[Any, ...]
+
+
+class PlanInput(Protocol):
+    """What takes a plan's input: its `engine.Runtime`, or a Spark plan's hand-off."""
+
+    def send(self, stream: str, rows: list[Row], timestamps: list[int] | int) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -44,7 +49,7 @@ class Binding:
 
     stream_id: str  # the registered stream, name:version
     plan: str
-    runtime: Runtime
+    runtime: PlanInput
     stream: str  # the stream's name inside the plan
     journal: PlanJournal | None = None  # the plan's input log and clock, in persistence mode
 

@@ -44,6 +44,7 @@ from app.node.outputs import OutputHub
 from app.node.plans import PlanManager
 from app.node.receiver import RegistryHandler
 from app.node.snapshots import SnapshotKeeper
+from app.node.spark_plans import SparkDriver
 from app.persistence.input_log import InputLog
 from app.private_files import private_dir
 from app.registry import Change, Receiver, Registry
@@ -133,6 +134,7 @@ class Node:
             journals=self.journals,
             checkpoint=self.snapshots.checkpoint,
             cluster=self.cluster,
+            spark=self._spark(config),
         )
         self.credentials = Credentials(self.registry.verify_user, throttle=login_throttle(config.login))
         self.thrift: DataBridgeServer | None = None
@@ -172,6 +174,13 @@ class Node:
             # records that may not reach the sink: refused by a fence, or dropped from a full buffer
             fenced=lambda: sum(s.fenced + s.overflow + s.abandoned for s in self.outputs.stats().values()),
         )
+
+    def _spark(self, config: Config) -> SparkDriver | None:
+        """The driver of this node's Spark plans, when `[spark] enabled`; the session starts
+        with the first such plan, in the background."""
+        if not config.spark.enabled:
+            return None
+        return SparkDriver(config.spark, config.spark_dir, config.node_id, self.outputs, self.ingress)
 
     def _install_notifiers_state(self, name: str, blob: bytes) -> None:
         """A standby of redundant plan `name` takes its notifier's state: all of it, or it is no
@@ -253,6 +262,7 @@ class Node:
             max_json_depth=cfg.http.max_json_depth,
             snapshots=snapshot_requests,
             query=OnDemandQueries(self.plans),
+            spark=self.plans.spark_status if self.plans.spark is not None else None,
             blueprints=(bp, snapshots, ops),
         )
         app = create_app(cfg, services)
@@ -388,6 +398,7 @@ class Node:
             "adapters": adapters,
             "input_log_bytes": {} if self.journals is None else self.journals.sizes(),
             "cluster": None if self.cluster is None else self.cluster.status(),
+            "spark": self.plans.spark_status(),  # per plan driven here on Spark: its queries
         }
 
     def ops_numbers(self) -> Numbers:

@@ -292,6 +292,11 @@ class OutputHub:
     def stats(self) -> dict[str, AdapterStats]:
         return {name: r.adapter.stats for name, r in self._adapters.items()}
 
+    def flush_stream(self, stream_id: str, timeout: float) -> bool:
+        """Wait until what was emitted on `stream_id` before the call is written by each of its
+        adapters; False when one of them still holds some after `timeout`."""
+        return all(route.adapter.flush(timeout) for route in self._routes.get(stream_id, ()))
+
     def flush(self, timeout: float) -> bool:
         return all(r.adapter.flush(timeout) for r in list(self._adapters.values()))
 

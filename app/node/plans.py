@@ -26,19 +26,21 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import engine
 from adapters.output.throttle import Throttle
 from app.node.catalog import StreamCatalog
 from app.node.cluster import Cluster
-from app.node.errors import UnknownPlan
+from app.node.errors import SparkPlanError, UnknownPlan
 from app.node.gate import OutputGate
 from app.node.ingress import Binding, Ingress, Row
 from app.node.journal import Journals, PlanJournal, wall_ms
 from app.node.outputs import OutputHub
 from app.node.snapshots import Restored, describe, persistent
+from app.node.spark_plans import SparkDriver, SparkPlan
 from app.registry import ExecutionPlan
 from app.registry.plans import StreamBinding, stream_bindings
 from engine import Runtime
@@ -47,6 +49,10 @@ from engine.events import Event
 log = logging.getLogger(__name__)
 
 LOCAL_MODES = ("none", "redundant")
+SPARK_ELSEWHERE = (
+    "distributed_mode 'spark' runs on the nodes with [spark] enabled = true; this node has it off "
+    "(set it in the node's configuration, or CEPHEUS__SPARK__ENABLED=true, and restart the node)"
+)
 TICK_SECONDS = 0.02  # the longest a due timer waits when no event arrives
 
 
@@ -70,7 +76,7 @@ class Deployed:
 @dataclass(frozen=True)
 class PlanStatus:
     name: str
-    state: str  # "running", "failed", "disabled", "elsewhere" (spark)
+    state: str  # "running", "failed", "disabled"; spark plans: "starting", "spark" or "elsewhere"
     message: str = ""
 
 
@@ -86,6 +92,7 @@ class PlanManager:
         journals: Journals | None = None,
         checkpoint: Callable[[ExecutionPlan, Runtime], object] | None = None,
         cluster: Cluster | None = None,
+        spark: SparkDriver | None = None,
     ) -> None:
         self._catalog = catalog
         self._ingress = ingress
@@ -96,6 +103,8 @@ class PlanManager:
         self.journals = journals
         self._checkpoint = checkpoint
         self.cluster = cluster
+        self.spark = spark
+        self._spark_plans: dict[str, SparkPlan] = {}
         self._lock = threading.Lock()
         self._deployed: dict[str, Deployed] = {}
         self._status: dict[str, PlanStatus] = {}
@@ -114,9 +123,14 @@ class PlanManager:
         with self._lock:
             status: dict[str, PlanStatus] = {}
             wanted: dict[str, ExecutionPlan] = {}
+            wanted_spark: dict[str, ExecutionPlan] = {}
             for plan in plans:
                 if not plan.enabled:
                     status[plan.name] = PlanStatus(plan.name, "disabled")
+                elif plan.distributed_mode == "spark" and self.spark is None:
+                    status[plan.name] = PlanStatus(plan.name, "elsewhere", SPARK_ELSEWHERE)
+                elif plan.distributed_mode == "spark":
+                    wanted_spark[plan.name] = plan
                 elif plan.distributed_mode not in LOCAL_MODES:
                     status[plan.name] = PlanStatus(
                         plan.name,
@@ -173,22 +187,30 @@ class PlanManager:
                     ", ".join(b.stream_id for b in fresh.imports) or "nothing",
                     ", ".join(b.stream_id for b in fresh.exports) or "nothing",
                 )
-            cyclic = _cycles(deployed)
+            spark_plans, spark_stopped = self._apply_spark(wanted_spark, status, fresh_names)
+            cyclic = _cycles(deployed, spark_plans)
             while cyclic:
                 # the plans (re)deployed now closed the cycle: refuse them, keep the ones that ran before
                 for name in (cyclic & fresh_names) or cyclic:
-                    retired.append(deployed.pop(name))
+                    if name in spark_plans:
+                        spark_stopped.append((spark_plans.pop(name), False))
+                    else:
+                        retired.append(deployed.pop(name))
                     message = "its @Import/@Export streams form a cycle with other plans; break the cycle"
                     status[name] = PlanStatus(name, "failed", message)
                     log.error("plan %s not deployed: %s", name, message)
-                cyclic = _cycles(deployed)
+                cyclic = _cycles(deployed, spark_plans)
             for old, fresh in handed:
                 if deployed.get(fresh.plan.name) is fresh:
                     self._hand_over(old, fresh)
                 retired.append(old)
             self._deployed = deployed
+            self._spark_plans = spark_plans
             self._status = status
             self._ingress.set_routes(self._routes(deployed))
+        if self.spark is not None:
+            for old_spark, drain in spark_stopped:  # routed to no more: their queries stop
+                self.spark.retire(old_spark, drain)
         if self._retire is not None:
             for old in departing:  # routed to no more: its state is final
                 self._retire(old.plan, old.runtime)
@@ -200,6 +222,71 @@ class PlanManager:
             old.runtime.shutdown()
         self._wake.set()
         return dict(status)
+
+    def _apply_spark(
+        self, wanted: dict[str, ExecutionPlan], status: dict[str, PlanStatus], fresh_names: set[str]
+    ) -> tuple[dict[str, SparkPlan], list[tuple[SparkPlan, bool]]]:
+        """The Spark plans to run now, and those to stop (with whether to drain their hand-off
+        first: a text replaced by another). Called under the lock; starts nothing that blocks."""
+        running = dict(self._spark_plans)
+        stopping: list[tuple[SparkPlan, bool]] = []
+        for name in list(running):
+            if name not in wanted:
+                stopping.append((running.pop(name), False))
+                log.info("plan %s undeployed from Spark", name)
+        for name, plan in wanted.items():
+            current = running.get(name)
+            bindings = _bindings(plan)
+            fingerprint = self._fingerprint(plan, bindings)
+            if current is not None and current.fingerprint == fingerprint:
+                current.plan = plan
+                status[name] = PlanStatus(name, current.state, current.message)
+                continue
+            try:
+                fresh = self._deploy_spark(plan, bindings, fingerprint, current)
+            except (engine.CEPError, _BindingError) as exc:
+                message = exc.format(f"plan {name}") if isinstance(exc, engine.QueryError) else str(exc)
+                status[name] = PlanStatus(name, "failed", message)
+                log.error("plan %s not deployed on Spark: %s", name, message)
+                if current is not None:
+                    stopping.append((running.pop(name), False))
+                continue
+            if current is not None:
+                stopping.append((current, True))
+            running[name] = fresh
+            fresh_names.add(name)
+            status[name] = PlanStatus(name, fresh.state, fresh.message)
+            log.info(
+                "plan %s %s on Spark (imports %s; exports %s)",
+                name,
+                "redeployed" if current is not None else "deployed",
+                ", ".join(b.stream_id for b in fresh.imports) or "nothing",
+                ", ".join(b.stream_id for b in fresh.exports) or "nothing",
+            )
+        return running, stopping
+
+    def _deploy_spark(
+        self, plan: ExecutionPlan, bindings: list[StreamBinding], fingerprint: str, current: SparkPlan | None
+    ) -> SparkPlan:
+        assert self.spark is not None
+        runtime = engine.compile(plan.text)  # a text that does not parse fails here, with positions
+        try:
+            for binding in bindings:
+                self._check_binding(runtime, binding)
+            if not any(b.direction == "import" for b in bindings):
+                msg = "a plan on Spark reads only what the node receives: @Import at least one stream"
+                raise SparkPlanError(msg)
+            return self.spark.deploy(
+                plan,
+                bindings,
+                fingerprint,
+                runtime,
+                lambda stream_id: self._emitted.setdefault((plan.name, stream_id), [0]),
+                after=current,
+            )
+        except BaseException:
+            runtime.shutdown()
+            raise
 
     def _hand_over(self, old: Deployed, fresh: Deployed) -> None:
         """A redeployed plan keeps the state of every query whose text and schemas are
@@ -354,6 +441,9 @@ class PlanManager:
                 routes.setdefault(b.stream_id, []).append(
                     Binding(b.stream_id, name, d.runtime, b.stream, d.journal)
                 )
+        for name, sp in self._spark_plans.items():
+            for b in sp.imports:
+                routes.setdefault(b.stream_id, []).append(Binding(b.stream_id, name, sp.input, b.stream))
         return {sid: tuple(bs) for sid, bs in routes.items()}
 
     def replace_state(self, name: str, blob: bytes) -> engine.RestoreReport:
@@ -386,7 +476,20 @@ class PlanManager:
     # ---- introspection ----------------------------------------------------------------------
 
     def status(self) -> dict[str, PlanStatus]:
-        return dict(self._status)
+        """Every plan's status; a Spark plan's as it is now (its queries may have failed since)."""
+        status = dict(self._status)
+        if self.spark is not None:
+            for name, sp in self._spark_plans.items():
+                state, message, _ = self.spark.status(sp)
+                status[name] = PlanStatus(name, state, message)
+        return status
+
+    def spark_status(self) -> dict[str, dict[str, Any]]:
+        """Per Spark plan driven here: its state and its deployment's status (application,
+        inflow, outflow, queries with their last progress)."""
+        if self.spark is None:
+            return {}
+        return {name: self.spark.status(sp)[2] for name, sp in sorted(self._spark_plans.items())}
 
     def emitted(self) -> dict[tuple[str, str], int]:
         """Events emitted so far per (plan, exported stream id), redeploys included."""
@@ -461,9 +564,12 @@ class PlanManager:
         self.quiesce()
         with self._lock:
             deployed, self._deployed = self._deployed, {}
+            self._spark_plans = {}
             self._ingress.set_routes({})
         for d in deployed.values():
             d.runtime.shutdown()
+        if self.spark is not None:
+            self.spark.stop()  # its queries, then the session; the adapters are stopped after
 
 
 class _BindingError(Exception):
@@ -481,15 +587,23 @@ def _bindings(plan: ExecutionPlan) -> list[StreamBinding]:
         return []
 
 
-def _cycles(deployed: dict[str, Deployed]) -> set[str]:
+def _cycles(deployed: dict[str, Deployed], spark: Mapping[str, SparkPlan]) -> set[str]:
     """Plans on a cycle of plan → exported stream → importing plan (other than itself)."""
+    bound = {name: d.bindings for name, d in deployed.items()} | {n: sp.bindings for n, sp in spark.items()}
     importers: dict[str, set[str]] = {}
-    for name, d in deployed.items():
-        for b in d.imports:
-            importers.setdefault(b.stream_id, set()).add(name)
+    for name, bindings in bound.items():
+        for b in bindings:
+            if b.direction == "import":
+                importers.setdefault(b.stream_id, set()).add(name)
     edges = {
-        name: {p for b in d.exports for p in importers.get(b.stream_id, ()) if p != name}
-        for name, d in deployed.items()
+        name: {
+            p
+            for b in bindings
+            if b.direction == "export"
+            for p in importers.get(b.stream_id, ())
+            if p != name
+        }
+        for name, bindings in bound.items()
     }
     on_cycle: set[str] = set()
     for start in edges:

@@ -23,16 +23,17 @@ import logging
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import engine
 from adapters.output.base import Origin, OutputAdapter
 from app.spark.groups import Group, plan_groups
 from app.spark.session import SparkRunError
 from app.spark.tasks import Item, run_items
+from engine.events import Event
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -168,8 +169,42 @@ class QueryStatus:
     state_bytes: int | None
 
 
+@runtime_checkable
+class StreamSink(Protocol):
+    """Where the events of one output stream go, one micro-batch at a time."""
+
+    def deliver(self, events: list[Event], log_id: str, batch_id: int) -> None:
+        """Write `events` (the micro-batch's, in order) before returning; output n of micro-batch
+        `batch_id` of query `log_id` is the same after a restart, so a target can skip it.
+        Raises when they were not written: the micro-batch fails and runs again."""
+        ...
+
+
+class AdapterSink:
+    """One output adapter as a `StreamSink`: records as `{attribute: value}`, each with an
+    `Origin` (source `plan/stream`), flushed before the micro-batch commits."""
+
+    def __init__(self, adapter: OutputAdapter, plan: str, stream: str, names: Sequence[str]) -> None:
+        self.adapter = adapter
+        self.plan = plan
+        self.stream = stream
+        self.names = list(names)
+
+    def deliver(self, events: list[Event], log_id: str, batch_id: int) -> None:
+        records = [dict(zip(self.names, e.data, strict=True)) for e in events]
+        source = f"{self.plan}/{self.stream}"
+        origins = [Origin(source, log_id, batch_id, n) for n in range(len(records))]
+        self.adapter.publish(records, origins=origins)
+        if not self.adapter.flush(timeout=60):
+            msg = f"plan '{self.plan}': sink of stream '{self.stream}' did not write micro-batch {batch_id}"
+            raise SparkRunError(msg)
+
+
 class SparkDeployment:
-    """A plan on Structured Streaming: `start()`, `status()`, `stop()`."""
+    """A plan on Structured Streaming: `start()`, `status()`, `stop()`.
+
+    `sinks` maps output streams to output adapters (each wrapped in an `AdapterSink`) or to
+    `StreamSink`s of the caller's (the node's: its formatters and adapters)."""
 
     def __init__(
         self,
@@ -177,7 +212,7 @@ class SparkDeployment:
         plan: str,
         handoff_dir: str,
         checkpoint_dir: str,
-        sinks: Mapping[str, OutputAdapter],
+        sinks: Mapping[str, OutputAdapter | StreamSink],
         *,
         start_time: int | None = None,
         trigger_seconds: float = 1.0,
@@ -190,7 +225,6 @@ class SparkDeployment:
         self.name = engine.parse(plan).name or "plan"
         self.handoff_dir = handoff_dir
         self.checkpoint_dir = checkpoint_dir
-        self.sinks = dict(sinks)
         self.start_time = start_time
         self.trigger_seconds = trigger_seconds
         self.max_files_per_trigger = max_files_per_trigger
@@ -198,7 +232,13 @@ class SparkDeployment:
         # keyed state is spread over this many partitions, fixed in the checkpoint at the first start
         self.state_partitions = state_partitions or spark.sparkContext.defaultParallelism
         self.groups = [g for g in plan_groups(plan) if g.outputs]
-        self._attributes = {s: [n for n, _ in engine.compile(plan).attributes(s)] for s in self.sinks}
+        compiled = engine.compile(plan)
+        self.sinks: dict[str, StreamSink] = {
+            s: sink
+            if isinstance(sink, StreamSink)
+            else AdapterSink(sink, self.name, s, [n for n, _ in compiled.attributes(s)])
+            for s, sink in sinks.items()
+        }
         self.queries: dict[str, StreamingQuery] = {}
         for s in self.sinks:
             if s not in {o for g in self.groups for o in g.outputs}:
@@ -253,21 +293,15 @@ class SparkDeployment:
         # one action (a Spark sort would add a sampling job and a shuffle); a batch's
         # outputs are few enough to order here
         rows = sorted(frame.collect(), key=lambda r: (r["i"], r["n"]))
-        per_stream: dict[str, list[dict[str, Any]]] = {}
+        per_stream: dict[str, list[Event]] = {}
         for row in rows:
             record = json.loads(row["line"])
             if record["stream"] not in self.sinks:  # expired events too, as the node's plans send them
                 continue
-            names = self._attributes[record["stream"]]
-            per_stream.setdefault(record["stream"], []).append(dict(zip(names, record["data"], strict=True)))
-        for stream, records in per_stream.items():
-            adapter = self.sinks[stream]
-            source = f"{self.name}/{stream}"
-            origins = [Origin(source, query[:64], batch_id, n) for n in range(len(records))]
-            adapter.publish(records, origins=origins)
-            if not adapter.flush(timeout=60):
-                msg = f"plan '{self.name}': sink of stream '{stream}' did not write micro-batch {batch_id}"
-                raise SparkRunError(msg)
+            event = Event(record["timestamp"], record["data"], record.get("type") == "expired")
+            per_stream.setdefault(record["stream"], []).append(event)
+        for stream, events in per_stream.items():
+            self.sinks[stream].deliver(events, query[:64], batch_id)
         self.write_status()
 
     def write_status(self) -> None:

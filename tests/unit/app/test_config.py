@@ -15,7 +15,7 @@ from engine.errors import ConfigError
 REPO = Path(__file__).resolve().parents[3]
 
 
-@pytest.mark.parametrize("name", ["console", "http", "login", "adapters"])
+@pytest.mark.parametrize("name", ["console", "http", "login", "adapters", "spark"])
 def test_shipped_config_documents_every_key_of_the_section(name: str) -> None:
     shipped = load(REPO / "conf" / "cepheus.toml", env={})
     assert getattr(shipped, name) == getattr(load(env={}), name)

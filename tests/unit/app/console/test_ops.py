@@ -92,7 +92,15 @@ def test_plan_state_is_one_hot_and_the_notifier_gauge_tells_the_role() -> None:
         for (name, labels), value in samples.items()
         if name == "cepheus_plan_state" and dict(labels)["plan"] == "cold"
     }
-    assert states == {"running": 0, "restoring": 0, "failed": 1, "disabled": 0, "elsewhere": 0}
+    assert states == {
+        "running": 0,
+        "restoring": 0,
+        "failed": 1,
+        "disabled": 0,
+        "elsewhere": 0,
+        "starting": 0,
+        "spark": 0,
+    }
     assert samples[("cepheus_plan_notifier", (("plan", "hot"),))] == 1
     assert samples[("cepheus_plan_notifier", (("plan", "cold"),))] == 0
     assert samples[("cepheus_registry_reachable", ())] == 1

@@ -18,7 +18,7 @@ from app.config import Adapters
 from app.node.catalog import StreamCatalog
 from app.node.ingress import Ingress
 from app.node.outputs import OutputHub
-from app.node.plans import PlanManager, PlanStatus
+from app.node.plans import SPARK_ELSEWHERE, PlanManager, PlanStatus
 from app.node.snapshots import Restored
 from app.registry import (
     Attribute,
@@ -234,7 +234,7 @@ def test_a_failed_redeploy_takes_the_old_version_down(m: Manager) -> None:
     assert dict(m.ingress.routes()) == {}
 
 
-def test_disabled_and_spark_plans_do_not_run_here(m: Manager) -> None:
+def test_disabled_and_spark_plans_do_not_run_here_without_spark_enabled(m: Manager) -> None:
     m.apply(ExecutionPlan("A", PLAN_A))
     status = m.apply(
         ExecutionPlan("A", PLAN_A, enabled=False),
@@ -243,7 +243,7 @@ def test_disabled_and_spark_plans_do_not_run_here(m: Manager) -> None:
     )
     assert status == {
         "A": PlanStatus("A", "disabled"),
-        "B": PlanStatus("B", "elsewhere", "distributed_mode 'spark' does not run here"),
+        "B": PlanStatus("B", "elsewhere", SPARK_ELSEWHERE),
         "sums": PlanStatus("sums", "running"),
     }
     assert m.plans.deployed() == ["sums"]

@@ -59,3 +59,19 @@ def test_a_directory_without_status_says_what_it_expected(tmp_path: Path) -> Non
     result = CliRunner().invoke(main, ["spark", "status", str(tmp_path)])
     assert result.exit_code == 1
     assert "is it the checkpoint directory of a plan deployed on Spark?" in result.output
+
+
+def test_status_of_a_plan_a_node_drives_found_under_its_spark_dir(tmp_path: Path) -> None:
+    config = tmp_path / "cepheus.toml"
+    config.write_text(f'[spark]\ndir = "{tmp_path / "spark"}"\n')
+    checkpoints = tmp_path / "spark" / "rooms" / "0123456789ab" / "checkpoints"
+    checkpoints.mkdir(parents=True)
+    _write(checkpoints, _query("cepheus_rooms_main", True))
+    result = CliRunner().invoke(main, ["spark", "status", "--plan", "rooms", "--config", str(config)])
+    assert result.exit_code == 0, result.output
+    assert "plan rooms: Spark application local-1" in result.output
+    missing = CliRunner().invoke(main, ["spark", "status", "--plan", "other", "--config", str(config)])
+    assert missing.exit_code == 1
+    assert f"error: no Spark status of plan other under {tmp_path / 'spark' / 'other'}: " in missing.output
+    neither = CliRunner().invoke(main, ["spark", "status"])
+    assert neither.exit_code == 2 and "give either CHECKPOINT_DIR or --plan NAME" in neither.output
