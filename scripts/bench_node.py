@@ -191,6 +191,12 @@ def wait_ready(process: subprocess.Popen[bytes], offset: int, tmp: Path) -> None
     raise SystemExit("the node did not deploy the bench plan within 60 s")
 
 
+def node_cpu(pid: int) -> float:
+    """CPU seconds (user + system, every thread, living or ended) process `pid` has used."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def make_events(n: int, seed: int = 7) -> list[tuple[Any, ...]]:
     rng = random.Random(seed)
     return [(i, f"sensor-{i % 50}", float(rng.randrange(1000)) / 10.0) for i in range(n)]
@@ -386,11 +392,15 @@ def main() -> int:
 
                 payloads = make_events(args.events)
                 have += sum(1 for _, _, v in payloads if v >= 90.0)
+                cpu = node_cpu(process.pid)
                 t0 = throughput(client, payloads, args.bundle_size)
                 acked = time.perf_counter()
                 done = wait_rows(db, table, have, 300)
                 n = args.events
-                rows.append(("1 connection, encoding as it sends", f"{n:,}", "", "", "", ""))
+                used = node_cpu(process.pid) - cpu
+                rows.append(
+                    ("1 connection, encoding as it sends", f"{n:,}", "", "", "", "", f"{used / n * 1e6:.2f}")
+                )
                 rows.append(
                     ("  all acknowledged", "", f"{acked - t0:.2f}", f"{n / (acked - t0):,.0f}", "", "")
                 )
@@ -398,6 +408,7 @@ def main() -> int:
                     ("  all rows in the database", "", f"{done - t0:.2f}", f"{n / (done - t0):,.0f}", "", "")
                 )
 
+            cpu = node_cpu(process.pid)
             start, last, hot = capacity(
                 7611 + offset,
                 str(tmp / "var" / "tls" / "cert.pem"),
@@ -409,7 +420,18 @@ def main() -> int:
             have += hot
             done = wait_rows(db, table, have, 300)
             n = args.events // args.connections * args.connections
-            rows.append((f"{args.connections} connections, bundles encoded before", f"{n:,}", "", "", "", ""))
+            used = node_cpu(process.pid) - cpu
+            rows.append(
+                (
+                    f"{args.connections} connections, bundles encoded before",
+                    f"{n:,}",
+                    "",
+                    "",
+                    "",
+                    "",
+                    f"{used / n * 1e6:.2f}",
+                )
+            )
             rows.append(
                 ("  all acknowledged", "", f"{last - start:.2f}", f"{n / (last - start):,.0f}", "", "")
             )
@@ -432,7 +454,8 @@ def main() -> int:
             with db.begin() as conn:
                 conn.execute(sa.text(f"DROP TABLE IF EXISTS {table}"))
             db.dispose()
-    header = ("phase", "events", "seconds", "events/s", "p50 ms", "p99 ms")
+    header = ("phase", "events", "seconds", "events/s", "p50 ms", "p99 ms", "CPU µs/event")
+    rows = [r + ("",) * (len(header) - len(r)) for r in rows]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     print(
         f"cepheus server, filter plan (10 % match) → rdbms adapter → {sa.make_url(args.output).get_backend_name()}; bundles of {args.bundle_size}; "

@@ -4,26 +4,34 @@ A simple layout of our own rather than the engine's state codec: that codec walk
 in Python and adds a 42-byte header and a SHA-256 per blob, while a bundle here is hundreds of
 flat cells appended on a receiver's thread. No pickle: decoding never runs code. Little-endian:
 
-    Tick:    kind=2 (B), time_ms (q)
-    Columns: kind=3 (B), at (q), stream bytes, events, width (3 x I), stream (UTF-8),
-             timestamps (events x q), then each column: a tag (B) and its values:
-             float d x events | int q x events | bool B x events |
-             str without NUL: text bytes (I), the strings joined by NUL |
-             str: lengths in code points (I x events), text bytes (I), the strings joined |
-             mixed: bytes (I), the column as a one-column row-wise Events payload
-    Events:  kind=1 (B), at (q), stream bytes, events, cells, ints, floats, strings (6 x I),
-             stream (UTF-8), timestamps (events x q), row lengths (events x I),
-             cell tags (cells x B), ints (q each), floats (d each),
-             string lengths in code points (I each), the strings joined (UTF-8, surrogatepass)
+    Tick:     kind=2 (B), time_ms (q)
+    Columns2: kind=4 (B), at (q), stream bytes, events, width (3 x I), flags (B), stream
+              (UTF-8), timestamps (one q if flags has ONE_TIME, else events x q), then each
+              column: a tag (B) and its values:
+              float d x events | int q x events | bool B x events |
+              str without NUL: text bytes (I), the strings joined by NUL |
+              str: lengths in code points (I x events), text bytes (I), the strings joined |
+              one str for every event: text bytes (I), the string |
+              mixed: bytes (I), the column as a one-column row-wise Events payload
+    Events:   kind=1 (B), at (q), stream bytes, events, cells, ints, floats, strings (6 x I),
+              stream (UTF-8), timestamps (events x q), row lengths (events x I),
+              cell tags (cells x B), ints (q each), floats (d each),
+              string lengths in code points (I each), the strings joined (UTF-8, surrogatepass)
+    Columns:  kind=3, as Columns2 without the flags byte (every timestamp stored) and without
+              the one-str column; written before 2026-11, still read (a log written by an
+              older node replays after an upgrade).
 
 Rows of one width (a stream's bundle) go by columns: a column of one type is one C-level
 array conversion instead of a Python step per cell (5x faster for a receiver's bundle); rows
 of mixed widths go row-wise. A receiver that decoded a bundle by columns hands them over
 with their types (`Events.columns`), so the encoder neither transposes the rows nor checks
-each value's type (the Thrift receiver's bundles: twice as fast again). An int outside 64
-bits travels as its decimal text in the string table. Text is UTF-8 with surrogatepass.
-Both layouts put `at` in bytes 1 to 8, so a payload can be encoded before the clock is read
-and `stamped` after. Imports nothing of ours.
+each value's type (the Thrift receiver's bundles: twice as fast again). A bundle whose events
+share one timestamp, or a string column of one value (a meta attribute such as the host),
+stores it once: a third of the node bench's bytes, and the encoder's most expensive columns.
+An int outside 64 bits travels as its decimal text in the string table. Text is UTF-8 with
+surrogatepass. Every layout puts `at` in bytes 1 to 8, so a payload can be encoded before
+the clock is read and `stamped` after. The kind is the format's version: a reader refuses a
+kind it does not know, naming it. Imports nothing of ours.
 """
 
 from __future__ import annotations
@@ -44,15 +52,19 @@ Column = tuple[type | None, Sequence[Any]]
 
 EVENTS = 1
 TICK = 2
-COLUMNS = 3
+COLUMNS = 3  # read only: COLUMNS2 replaced it
+COLUMNS2 = 4
+KINDS = (EVENTS, TICK, COLUMNS, COLUMNS2)
+ONE_TIME = 1  # COLUMNS2 flag: one timestamp for every event
 
 _NONE, _TRUE, _FALSE, _INT, _FLOAT, _STR, _BIGINT = range(7)
 _HEAD = struct.Struct("<Bq6I")
 _TICK = struct.Struct("<Bq")
 _COLUMNS = struct.Struct("<Bq3I")
+_COLUMNS2 = struct.Struct("<Bq3IB")
 _U32 = struct.Struct("<I")
 _AT = struct.Struct("<q")
-_C_MIXED, _C_FLOAT, _C_INT, _C_STR, _C_BOOL, _C_STRZ = range(6)
+_C_MIXED, _C_FLOAT, _C_INT, _C_STR, _C_BOOL, _C_STRZ, _C_STR1 = range(7)
 
 
 @functools.lru_cache(maxsize=256)
@@ -131,19 +143,28 @@ def encode(record: Record) -> bytes:
         # off the cyclic collector, which in a node walks a large heap (it was 20 % of the node's time)
         columns = tuple((None, list(map(itemgetter(j), rows))) for j in range(widths.pop()))
     stream = record.stream.encode("utf-8", "surrogatepass")
+    stamps = record.timestamps
+    flags = ONE_TIME if type(stamps[0]) is int and _one_value(stamps) else 0
     try:
-        stamps = _packer("q", len(rows)).pack(*record.timestamps)
+        packed = _AT.pack(stamps[0]) if flags else _packer("q", len(rows)).pack(*stamps)
     except struct.error as exc:
         msg = f"stream {record.stream}: a timestamp is not a 64-bit integer ({exc})"
         raise ValueError(msg) from None
-    parts = [_COLUMNS.pack(COLUMNS, record.at, len(stream), len(rows), len(columns)), stream, stamps]
+    head = _COLUMNS2.pack(COLUMNS2, record.at, len(stream), len(rows), len(columns), flags)
+    parts = [head, stream, packed]
     parts += [_column(kind, values, record.stream) for kind, values in columns]
     return b"".join(parts)
 
 
+def _one_value(values: Sequence[Any]) -> bool:
+    """Whether every value equals the first (the ends compared first: most columns differ there)."""
+    first = values[0]
+    return bool(values[-1] == first and values.count(first) == len(values))
+
+
 def stamped(payload: bytes, at: int) -> bytes:
     """`payload` of an `Events` record with its `at` replaced (both layouts hold it at offset 1)."""
-    if not payload or payload[0] not in (EVENTS, COLUMNS):
+    if not payload or payload[0] not in (EVENTS, COLUMNS, COLUMNS2):
         msg = "only an Events payload carries a clock reading"
         raise ValueError(msg)
     out = bytearray(payload)
@@ -161,6 +182,9 @@ def _column(kind: type | None, values: Sequence[Any], stream: str) -> bytes:
         if kind is float:
             return bytes((_C_FLOAT,)) + _packer("d", n).pack(*values)
         if kind is str:
+            if n > 1 and type(values[0]) is str and _one_value(values):
+                text = values[0].encode("utf-8", "surrogatepass")
+                return b"".join((bytes((_C_STR1,)), _U32.pack(len(text)), text))
             joined = "\x00".join(values)
             if joined.count("\x00") == n - 1:  # no string holds a NUL: split on it when read
                 text = joined.encode("utf-8", "surrogatepass")
@@ -248,10 +272,15 @@ def _decode(buf: memoryview) -> Record:
             msg = f"a tick is {_TICK.size} bytes, not {len(buf)}"
             raise RecordError(msg)
         return Tick(_TICK.unpack(buf)[1])
+    if kind == COLUMNS2:
+        return _decode_columns(buf, version=2)
     if kind == COLUMNS:
-        return _decode_columns(buf)
+        return _decode_columns(buf, version=1)
     if kind != EVENTS:
-        msg = f"unknown record kind {kind} (written by a newer Cepheus?)"
+        msg = (
+            f"unknown record kind {kind}: this Cepheus reads kinds {', '.join(map(str, KINDS))} "
+            "(was the log written by a newer version?)"
+        )
         raise RecordError(msg)
     _, at, n_stream, n_events, n_cells, n_ints, n_floats, n_strs = _HEAD.unpack_from(buf)
     pos = _HEAD.size
@@ -305,10 +334,25 @@ def _take(buf: memoryview, pos: int, size: int) -> tuple[memoryview, int]:
     return buf[pos : pos + size], pos + size
 
 
-def _decode_columns(buf: memoryview) -> Events:
-    _, at, n_stream, n, width = _COLUMNS.unpack_from(buf)
-    raw_stream, pos = _take(buf, _COLUMNS.size, n_stream)
-    raw_ts, pos = _take(buf, pos, 8 * n)
+def _decode_columns(buf: memoryview, version: int) -> Events:
+    """A `COLUMNS2` (version 2) or `COLUMNS` (version 1) payload."""
+    flags = 0
+    if version == 2:
+        _, at, n_stream, n, width, flags = _COLUMNS2.unpack_from(buf)
+        pos = _COLUMNS2.size
+        if flags & ~ONE_TIME:
+            msg = f"unknown flags {flags} of a column record"
+            raise RecordError(msg)
+    else:
+        _, at, n_stream, n, width = _COLUMNS.unpack_from(buf)
+        pos = _COLUMNS.size
+    raw_stream, pos = _take(buf, pos, n_stream)
+    if flags & ONE_TIME:
+        raw_ts, pos = _take(buf, pos, 8)
+        timestamps = [_AT.unpack(raw_ts)[0]] * n
+    else:
+        raw_ts, pos = _take(buf, pos, 8 * n)
+        timestamps = list(_packer("q", n).unpack(raw_ts))
     columns: list[Sequence[Any]] = []
     for _ in range(width):
         (tag,), pos = _take(buf, pos, 1)
@@ -326,6 +370,10 @@ def _decode_columns(buf: memoryview) -> Events:
                 msg = "string column does not hold one value per event"
                 raise RecordError(msg)
             columns.append(strings)
+        elif tag == _C_STR1 and version == 2:
+            size, pos = _U32.unpack_from(buf, pos)[0], pos + 4
+            text_raw, pos = _take(buf, pos, size)
+            columns.append([bytes(text_raw).decode("utf-8", "surrogatepass")] * n)
         elif tag == _C_BOOL:
             raw, pos = _take(buf, pos, n)
             columns.append([b != 0 for b in raw])
@@ -358,4 +406,4 @@ def _decode_columns(buf: memoryview) -> Events:
         raise RecordError(msg)
     rows: list[tuple[Value, ...]] = list(zip(*columns, strict=True)) if width else [()] * n
     stream = bytes(raw_stream).decode("utf-8", "surrogatepass")
-    return Events(stream, list(_packer("q", n).unpack(raw_ts)), rows, at)
+    return Events(stream, timestamps, rows, at)

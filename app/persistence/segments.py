@@ -39,15 +39,30 @@ def segment_first(name: str) -> int | None:
     return None
 
 
+_CRC_CHUNK = 4096
+
+
+def _crc(length: bytes, payload: bytes) -> int:
+    """The CRC32 of `length` and `payload`, in chunks: `zlib.crc32` releases the GIL for more
+    than 5 KiB, and a receiver's thread that lets go of it under the journal's lock waits for
+    the other threads' time slices (up to 5 ms) to get it back."""
+    crc = zlib.crc32(length)
+    if len(payload) <= _CRC_CHUNK:
+        return zlib.crc32(payload, crc)
+    view = memoryview(payload)
+    for start in range(0, len(view), _CRC_CHUNK):
+        crc = zlib.crc32(view[start : start + _CRC_CHUNK], crc)
+    return crc
+
+
 def frame(payload: bytes) -> bytes:
     """`payload` framed for a segment."""
-    length = LENGTH.pack(len(payload))
-    return FRAME.pack(len(payload), zlib.crc32(payload, zlib.crc32(length))) + payload
+    return FRAME.pack(len(payload), _crc(LENGTH.pack(len(payload)), payload)) + payload
 
 
 def _check(head: bytes, payload: bytes) -> bool:
     crc: int = FRAME.unpack(head)[1]
-    return zlib.crc32(payload, zlib.crc32(head[:4])) == crc
+    return _crc(head[:4], payload) == crc
 
 
 @dataclass(frozen=True, slots=True)

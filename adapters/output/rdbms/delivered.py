@@ -23,8 +23,11 @@ Imports `adapters.output.base` and sibling modules only.
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from operator import attrgetter
+from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
@@ -36,6 +39,8 @@ from adapters.output.rdbms.schema import quoted
 DELIVERED_TABLE = "cepheus_delivered"
 
 T = TypeVar("T")
+_SOURCE_LOG = attrgetter("source", "log_id")
+_AT = attrgetter("position", "index")
 
 
 class MarkRace(Exception):
@@ -94,6 +99,10 @@ def keep_new(
     (stored, or earlier in this batch); records without an origin are always kept.
     """
     last = dict(marks)
+    run = _one_run(origins)
+    if run is not None and run[0].follows(last.get(run[0].source)):
+        last[run[0].source] = run[1]
+        return list(records), last
     kept: list[T] = []
     for record, origin in zip(records, origins, strict=True):
         if origin is not None:
@@ -102,6 +111,20 @@ def keep_new(
             last[origin.source] = origin
         kept.append(record)
     return kept, last
+
+
+def _one_run(origins: Sequence[Origin | None]) -> tuple[Origin, Origin] | None:
+    """(first, last) when every origin is of one source and log, in increasing order (a batch
+    of a running plan's outputs), checked with C-level loops; else None."""
+    if not origins or None in origins:
+        return None
+    listed = cast("Sequence[Origin]", origins)
+    if len(set(map(_SOURCE_LOG, listed))) != 1:
+        return None
+    keys = list(map(_AT, listed))
+    if not all(map(operator.lt, keys, itertools.islice(keys, 1, None))):
+        return None
+    return listed[0], listed[-1]
 
 
 def store_marks(

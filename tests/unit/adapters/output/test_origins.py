@@ -161,3 +161,21 @@ def test_adapters_that_cannot_tell_deliver_a_replay_again(caplog: pytest.LogCapt
     assert [r.getMessage() for r in caplog.records] == ["hello", "hello"]
     s = out.stats
     assert (s.written, s.skipped) == (2, 0) and balanced(s)
+
+
+@pytest.mark.parametrize(
+    ("bad", "problem"),
+    [
+        (Origin("s", "l", 5, -1), "origin 7 .*index must be an integer"),
+        (Origin("s", "l", True, 0), "origin 7 .*position must be an integer"),
+        (Origin("s ", "l", 5, 7), "origin 7 .*must not end with a space"),
+    ],
+)
+def test_one_bad_origin_among_many_good_ones_is_named(
+    stop_after: Callable[..., Any], bad: Origin, problem: str
+) -> None:
+    out = stop_after(MemoryAdapter())
+    many = [Origin("s", "l", 5, i) for i in range(50)]
+    many[7] = bad
+    with pytest.raises(RecordError, match=problem):
+        out.publish(list(range(50)), origins=many)

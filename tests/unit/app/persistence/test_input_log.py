@@ -5,8 +5,10 @@ import logging
 import os
 import shutil
 import stat
+import struct
 import threading
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -416,3 +418,31 @@ def test_truncate_of_a_log_reset_meanwhile_does_nothing(tmp_path) -> None:
         assert log.truncate("p", 3, old) == 0  # a snapshot of the old log: not this one's positions
         assert log.bounds("p") == (1, 4)
         assert log.truncate("p", 3, log.log_id("p")) == 3
+
+
+@pytest.mark.parametrize("size", [1, 4096, 4097, 5 * 1024 + 1, 70_001])
+def test_a_frame_checks_the_whole_payload_however_long(tmp_path, size) -> None:
+    payload = os.urandom(size)
+    length = struct.pack("<I", size)
+    assert (
+        segments.frame(payload)
+        == length + struct.pack("<I", zlib.crc32(payload, zlib.crc32(length))) + payload
+    )
+    with InputLog(tmp_path, "off") as log:
+        log.append("p", encode(Events("S", [1], [(payload.hex(),)])))
+    with InputLog(tmp_path, "off") as log:
+        assert [r for _, r in log.read("p")] == [Events("S", [1], [(payload.hex(),)])]
+
+
+def test_a_log_written_in_the_previous_record_format_reads_back_after_an_upgrade(tmp_path) -> None:
+    from tests.unit.app.persistence.test_records import OLD_COLUMNS, OLD_ROWS
+
+    with InputLog(tmp_path, "off") as log:
+        log.append("p", OLD_COLUMNS)
+        log.append("p", OLD_ROWS)
+        log.append("p", bundle(3))
+    with InputLog(tmp_path, "off") as log:
+        back = [r for _, r in log.read("p")]
+    assert [r.at for r in back if isinstance(r, Events)] == [1234, 9, 0]
+    assert back[0].rows[2][4] == 2**70  # type: ignore[union-attr]
+    assert back[2] == bundle(3)
