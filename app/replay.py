@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -122,6 +122,30 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+_encode = json.JSONEncoder(default=_json_default).encode
+_isfinite = math.isfinite
+_HEADS: dict[tuple[str, int], tuple[str, str]] = {}
+
+
+def event_line(stream: str, timestamp: int, kind: int, row: Sequence[Any]) -> str:
+    """One emitted event as `cepheus run` writes it, without the newline (`kind` current or
+    expired): `json.dumps` of `{"stream", "timestamp", "type", "data"}`, with the text
+    around the timestamp and the data made once per stream and kind."""
+    for v in row:
+        if isinstance(v, float) and not _isfinite(v):
+            row = [_jsonable(x) for x in row]
+            break
+    heads = _HEADS.get((stream, kind))
+    if heads is None:
+        kind_name = "expired" if kind == EXPIRED else "current"
+        heads = _HEADS[(stream, kind)] = (
+            '{"stream": ' + _encode(stream) + ', "timestamp": ',
+            ', "type": ' + _encode(kind_name) + ', "data": ',
+        )
+    ts = str(timestamp) if type(timestamp) is int else _encode(timestamp)
+    return heads[0] + ts + heads[1] + _encode(row) + "}"
+
+
 class Recorder:
     """Writes emitted events as JSON lines as they happen."""
 
@@ -136,13 +160,7 @@ class Recorder:
             kind = 0 if kinds is None else kinds[i]
             if kind == RESET:
                 continue
-            record = {
-                "stream": stream,
-                "timestamp": t,
-                "type": "expired" if kind == EXPIRED else "current",
-                "data": [_jsonable(v) for v in row],
-            }
-            write(json.dumps(record, default=_json_default) + "\n")
+            write(event_line(stream, t, kind, row) + "\n")
             self.count += 1
 
 

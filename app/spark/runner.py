@@ -1,28 +1,29 @@
 """`cepheus run --engine spark`: a bounded input through a plan on Spark, with the local
 engine's output.
 
+The common case (no bad line, every event stamped, timestamps never going back) runs in
+one Spark job (app/spark/onejob.py). The general path, here, handles the rest exactly:
+
 1. The input (JSON Lines, CSV or Parquet; a file, a directory or a glob, files in name
    order) becomes items numbered in input order (`zipWithIndex`), parsed and checked
-   in the tasks; one small job collects errors, clock markers and whether timestamps
-   ever go back.
+   in the tasks (app/spark/reading.py); one small job collects errors, clock markers
+   and whether timestamps ever go back.
 2. Each execution group (app/spark/groups.py) is one shuffle: its events are spread by
    partition key (or, for a stateless `@dist(parallel)` query, by timestamp) over its
-   tasks, sorted by input index within each (`repartitionAndSortWithinPartitions`), and
-   run through the compiled engine in the task (app/spark/tasks.py). The main group runs
-   in one task over every event.
-3. The driver merges what the groups emit by their tags: every stream comes out in the
-   local engine's order.
+   tasks, sorted by input index within each, and run through the compiled engine in the
+   task (app/spark/tasks.py). The main group runs in one task over every event.
+
+Either way, the driver merges what the tasks emit by their tags: every stream comes out
+in the local engine's order.
 """
 
 from __future__ import annotations
 
-import glob
 import heapq
 import json
 import logging
-import os
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import IO, TYPE_CHECKING, Any
@@ -30,17 +31,16 @@ from typing import IO, TYPE_CHECKING, Any
 import engine
 from app.replay import default_start_time
 from app.spark.groups import Group, plan_groups
+from app.spark.onejob import PIECE, Lane, run_one_job
+from app.spark.reading import input_files, input_format, parse, raw_input, with_files
 from app.spark.session import SparkRunError, spark_session
 from app.spark.tasks import Item, run_items
-from engine.types import AttrType
 
 if TYPE_CHECKING:
     from pyspark import RDD
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
-
-JSONL = (".jsonl", ".json", ".ndjson", ".txt")
 
 
 @dataclass
@@ -50,116 +50,7 @@ class RunReport:
     groups: list[tuple[str, int]]  # (group, tasks)
 
 
-def input_files(path: str) -> list[str]:
-    """A file, every visible file of a directory (Spark's `_SUCCESS` and the like left
-    out), or a glob's matches; in name order, which is the input's order."""
-    if os.path.isdir(path):
-        found = [
-            os.path.join(root, f)
-            for root, _, files in os.walk(path)
-            for f in files
-            if not f.startswith((".", "_"))
-        ]
-    elif any(c in path for c in "*?["):
-        found = [f for f in glob.glob(path) if os.path.isfile(f)]
-    else:
-        found = [path] if os.path.isfile(path) else []
-    if not found:
-        msg = f"{path}: no input file there (give a file, a directory or a glob)"
-        raise SparkRunError(msg)
-    return sorted(found)
-
-
-def input_format(files: list[str]) -> str:
-    kinds = set()
-    for f in files:
-        low = f.lower()
-        kinds.add("csv" if low.endswith(".csv") else "parquet" if low.endswith(".parquet") else "jsonl")
-    if len(kinds) > 1:
-        msg = f"input mixes formats ({', '.join(sorted(kinds))}); give files of one format"
-        raise SparkRunError(msg)
-    return kinds.pop()
-
-
-# ---- reading (these functions run in the tasks) -------------------------------------------
-
-
-def _parse_lines(plan: str, rows: Iterable[tuple[tuple[int, str], int]]) -> Iterator[tuple[Any, ...]]:
-    """(file number, line) with its index -> ("ok", index, stream, timestamp or None,
-    data) or ("error", index, file number, message, line)."""
-    rt = engine.compile(plan, fuse_partitions=False)
-    names = set(rt.stream_names())
-    for (fileno, text), idx in rows:
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            yield ("error", idx, fileno, f"not valid JSON ({exc.msg} at column {exc.colno})", text)
-            continue
-        if not isinstance(obj, dict):
-            yield ("error", idx, fileno, "expected a JSON object with 'stream' and 'data', or 'time'", text)
-            continue
-        if "stream" not in obj:
-            t = obj.get("time")
-            if not isinstance(t, int) or isinstance(t, bool):
-                why = "a line needs 'stream' and 'data' (an event) or an integer 'time' (a clock marker)"
-                yield ("error", idx, fileno, why, text)
-                continue
-            yield ("ok", idx, None, t, None)
-            continue
-        stream, data, ts = obj["stream"], obj.get("data"), obj.get("timestamp")
-        if not isinstance(stream, str) or stream not in names:
-            known = ", ".join(rt.stream_names()) or "none"
-            yield ("error", idx, fileno, f"unknown stream {stream!r} (the plan's streams: {known})", text)
-            continue
-        if not isinstance(data, list):
-            yield ("error", idx, fileno, "'data' must be a list of attribute values", text)
-            continue
-        if ts is not None and (not isinstance(ts, int) or isinstance(ts, bool)):
-            yield ("error", idx, fileno, "'timestamp' must be an integer number of ms", text)
-            continue
-        try:
-            rt.check_row(stream, data)
-        except (TypeError, ValueError) as exc:
-            yield ("error", idx, fileno, str(exc), text)
-            continue
-        yield ("ok", idx, stream, ts, data)
-
-
-_CONVERT: dict[AttrType, Callable[[Any], Any]] = {
-    AttrType.INT: int,
-    AttrType.LONG: int,
-    AttrType.FLOAT: float,
-    AttrType.DOUBLE: float,
-    AttrType.BOOL: lambda v: str(v).lower() == "true",
-}
-
-
-def _parse_table_rows(
-    plan: str, rows: Iterable[tuple[tuple[int, dict[str, Any]], int]]
-) -> Iterator[tuple[Any, ...]]:
-    """CSV/Parquet rows (`stream`, `timestamp` and the stream's attributes by name)."""
-    rt = engine.compile(plan, fuse_partitions=False)
-    names = set(rt.stream_names())
-    for (fileno, row), idx in rows:
-        stream, ts = row.get("stream"), row.get("timestamp")
-        text = json.dumps(row, default=str)
-        if stream not in names:
-            known = ", ".join(rt.stream_names()) or "none"
-            yield ("error", idx, fileno, f"unknown stream {stream!r} (the plan's streams: {known})", text)
-            continue
-        data = []
-        try:
-            for name, kind in rt.attributes(stream):
-                value = row.get(name)
-                if isinstance(value, str) and kind in _CONVERT:
-                    value = _CONVERT[kind](value)
-                data.append(value)
-            rt.check_row(stream, data)
-            ts = None if ts is None else int(ts)
-        except (TypeError, ValueError) as exc:
-            yield ("error", idx, fileno, str(exc), text)
-            continue
-        yield ("ok", idx, stream, ts, data)
+# ---- the general path (these functions run in the tasks) ----------------------------------
 
 
 def _summary(part: int, rows: Iterable[tuple[Any, ...]]) -> Iterator[dict[str, Any]]:
@@ -242,28 +133,10 @@ def _bucketed(group: Group, parallel: int, items: Iterable[tuple[Any, ...]]) -> 
 # ---- the run -------------------------------------------------------------------------------
 
 
-def _numbered(fileno: int, line: str) -> tuple[int, str]:
-    return fileno, line
-
-
-def _numbered_row(fileno: int, row: Any) -> tuple[int, dict[str, Any]]:
-    return fileno, row.asDict()
-
-
 def _read(spark: SparkSession, plan: str, files: list[str], fmt: str) -> RDD[tuple[Any, ...]]:
-    sc = spark.sparkContext
-    if fmt == "jsonl":
-        # a file is read in up to `defaultParallelism` splits: parsing runs on every core
-        splits = max(1, sc.defaultParallelism // len(files))
-        per_file = [
-            sc.textFile(f, minPartitions=splits).map(partial(_numbered, n)) for n, f in enumerate(files)
-        ]
-        lines = sc.union(per_file).filter(lambda p: p[1].strip() != "")
-        return lines.zipWithIndex().mapPartitions(lambda rows: _parse_lines(plan, rows))
-    reader = spark.read.option("header", "true") if fmt == "csv" else spark.read
-    load = reader.csv if fmt == "csv" else reader.parquet
-    tables = [load(f).rdd.map(partial(_numbered_row, n)) for n, f in enumerate(files)]
-    return sc.union(tables).zipWithIndex().mapPartitions(lambda rows: _parse_table_rows(plan, rows))
+    raw, file_of = raw_input(spark, files, fmt)
+    numbered = raw.mapPartitionsWithIndex(partial(with_files, file_of)).zipWithIndex()
+    return numbered.mapPartitions(partial(parse, plan, fmt))
 
 
 def _line_number(path: str, fmt: str, text: str) -> str:
@@ -293,13 +166,46 @@ def run_on_spark(
     files = input_files(input_path)
     fmt = input_format(files)
     spark = spark or spark_session(master, f"cepheus run {engine.parse(plan).name or 'plan'}")
-    sc = spark.sparkContext
     rt = engine.compile(plan, fuse_partitions=False)
     for s in streams or []:
         if s not in rt.stream_names():
             msg = f"--stream {s}: the plan has no such stream (streams: {', '.join(rt.stream_names())})"
             raise SparkRunError(msg)
+    default_parallel = parallelism or spark.sparkContext.defaultParallelism
+    lanes: list[Lane] = []
+    for g in _chosen(plan_groups(plan, monotonic=True), streams, plan):
+        n = 1 if not g.keyed else (g.parallel or default_parallel)
+        lanes.append(Lane(g, sum(lane.tasks for lane in lanes), n))
+    done = run_one_job(spark, plan, files, fmt, lanes, start_time)
+    if done is None:
+        log.info("spark run: the input needs the general path")
+        outputs, count, lanes = _general(spark, plan, files, fmt, start_time, streams, default_parallel)
+    else:
+        outputs, count = done
+    written = _write([task for group in outputs for task in group], out)
+    used = [(lane.group.name, lane.tasks) for lane in lanes]
+    log.info("spark run: %d items, %d events written, groups %s", count, written, used)
+    return RunReport(count, written, used)
 
+
+def _chosen(groups: list[Group], streams: list[str] | None, plan: str) -> list[Group]:
+    """The groups that write something (`--stream`: something asked for)."""
+    if streams:
+        groups = _only(groups, streams, plan)
+    return [g for g in groups if g.outputs]
+
+
+def _general(
+    spark: SparkSession,
+    plan: str,
+    files: list[str],
+    fmt: str,
+    start_time: int | None,
+    streams: list[str] | None,
+    default_parallel: int,
+) -> tuple[list[list[list[tuple[Any, str]]]], int, list[Lane]]:
+    """Any input: the first bad line reported, missing timestamps filled, timestamps going
+    back run as the main group alone."""
     parsed = _read(spark, plan, files, fmt).cache()
     items = parsed
     try:
@@ -317,27 +223,18 @@ def run_on_spark(
         start = start_time
         if start is None and first_raw is not None:
             start = default_start_time(first_raw[1])
-        groups = plan_groups(plan, monotonic=monotonic)
-        if streams:
-            groups = _only(groups, streams, plan)
         events = items.filter(lambda r: r[2] is not None)
-        default_parallel = parallelism or sc.defaultParallelism
-        merged: list[list[tuple[Any, str]]] = []
-        used: list[tuple[str, int]] = []
-        for g in groups:
-            if not g.outputs:
-                continue
+        outputs: list[list[list[tuple[Any, str]]]] = []
+        lanes: list[Lane] = []
+        for g in _chosen(plan_groups(plan, monotonic=monotonic), streams, plan):
             n = 1 if not g.keyed else (g.parallel or default_parallel)
-            used.append((g.name, n))
-            merged.append(_run_group(g, n, events, markers, start))
+            lanes.append(Lane(g, sum(lane.tasks for lane in lanes), n))
+            outputs.append(_run_group(g, n, events, markers, start))
     finally:
         parsed.unpersist()
         if items is not parsed:
             items.unpersist()
-    written = _write(merged, out)
-    count = sum(s["count"] for s in summary)
-    log.info("spark run: %d items, %d events written, groups %s", count, written, used)
-    return RunReport(count, written, used)
+    return outputs, sum(s["count"] for s in summary), lanes
 
 
 def _only(groups: list[Group], streams: list[str], plan: str) -> list[Group]:
@@ -359,14 +256,11 @@ def _raise_first_error(summary: list[dict[str, Any]], files: list[str], fmt: str
         raise ReplayError(msg)
 
 
-_CHUNK = 50_000  # outputs a task sends to the driver in one piece
-
-
 def _run_group(
     g: Group, n: int, events: RDD[tuple[Any, ...]], markers: list[Item], start: int | None
-) -> list[tuple[Any, str]]:
+) -> list[list[tuple[Any, str]]]:
     """One shuffle (events to their task by bucket) and one task per bucket, which sorts
-    its events by input index and runs them; returns (tag, line) in the local order."""
+    its events by input index and runs them; returns each task's (tag, line) in tag order."""
     plan, outputs = g.plan, list(g.outputs)
     if g.keyed:
         inputs = set(g.inputs)
@@ -382,10 +276,10 @@ def _run_group(
         tags: list[Any] = []
         lines: list[str] = []
         piece = 0
-        for tag, _, line in run_items(plan, start, outputs, items, markers):
+        for tag, _, line in run_items(plan, start, outputs, items, markers, checked=True):
             tags.append(tag)
             lines.append(line)
-            if len(lines) >= _CHUNK:
+            if len(lines) >= PIECE:
                 yield task, piece, tags, lines
                 tags, lines, piece = [], [], piece + 1
         yield task, piece, tags, lines
@@ -394,12 +288,11 @@ def _run_group(
     per_task: list[list[tuple[Any, str]]] = [[] for _ in range(n)]
     for task, _, tags, lines in pieces:
         per_task[task].extend(zip(tags, lines, strict=True))
-    if n == 1:
-        return per_task[0]
-    # a task's outputs come in tag order (sorting one that does is linear); merge the tasks
-    for outs in per_task:
-        outs.sort(key=_tag)
-    return list(heapq.merge(*per_task, key=_tag))
+    if n > 1:  # one task runs like the local engine: its order is the local one (tags too
+        # are, unless timestamps go back); several come almost in tag order (near linear)
+        for outs in per_task:
+            outs.sort(key=_tag)
+    return per_task
 
 
 def _bucket(b: int) -> int:
@@ -414,11 +307,19 @@ def _tag(out: tuple[Any, str]) -> Any:
     return out[0]
 
 
-def _write(groups: list[list[tuple[Any, str]]], out: IO[str]) -> int:
-    """Each group's events in its order; groups interleaved by tag (each stream comes
-    from one group, so only the order across streams depends on the interleaving)."""
+def _write(tasks: list[list[tuple[Any, str]]], out: IO[str]) -> int:
+    """Every task's outputs (each in tag order) merged by tag. Each stream comes from one
+    group, and its tasks' tags restore its local order; ties (a clock marker's timers in
+    several tasks) go in group, then task order."""
     written = 0
-    for _, line in heapq.merge(*groups, key=_tag):
-        out.write(line + "\n")
-        written += 1
+    lines: list[str] = []
+    for _, line in heapq.merge(*tasks, key=_tag):
+        lines.append(line)
+        if len(lines) >= 4096:
+            out.write("\n".join(lines) + "\n")
+            written += len(lines)
+            lines.clear()
+    if lines:
+        out.write("\n".join(lines) + "\n")
+        written += len(lines)
     return written

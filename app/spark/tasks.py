@@ -25,8 +25,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import engine
-from app.replay import Recorder
-from engine.events import Chunk
+from app.replay import event_line
+from engine.events import RESET, Chunk
 from engine.runtime.clock import Scheduler
 
 Item = tuple[int, str | None, int, Any]  # index, stream (None: a marker), timestamp, data
@@ -77,27 +77,24 @@ class Tagger:
         self.ctx, self.n = saved
 
 
-class _TaggedRecorder(Recorder):
+class _TaggedRecorder:
     """Writes each emitted event as `cepheus run` does, and keeps it with its tag."""
 
     def __init__(self, tagger: Tagger, out: list[Output]) -> None:
-        super().__init__(self)  # type: ignore[arg-type]  # `write` below is the file
         self.tagger = tagger
         self.outputs = out
-        self._tag: Tag = ()
 
     def __call__(self, stream: str, chunk: Chunk) -> None:
-        for i in range(len(chunk.ts)):
-            self._tag = self.tagger.next_tag()
-            one = Chunk(
-                chunk.ts[i : i + 1],
-                chunk.rows[i : i + 1],
-                None if chunk.kinds is None else chunk.kinds[i : i + 1],
-            )
-            super().__call__(stream, one)
+        kinds, out, next_tag = chunk.kinds, self.outputs, self.tagger.next_tag
+        for i, (t, row) in enumerate(zip(chunk.ts, chunk.rows, strict=True)):
+            tag = next_tag()
+            kind = 0 if kinds is None else kinds[i]
+            if kind != RESET:
+                out.append((tag, len(out), event_line(stream, t, kind, row)))
 
-    def write(self, line: str) -> None:
-        self.outputs.append((self._tag, len(self.outputs), line.rstrip("\n")))
+
+def _index(item: Item) -> int:
+    return item[0]
 
 
 def run_items(
@@ -106,40 +103,44 @@ def run_items(
     outputs: Iterable[str],
     items: Iterable[Item],
     markers: list[Item],
+    *,
+    checked: bool = False,
 ) -> Iterator[Output]:
     """Run `plan` (its text, or a runtime just compiled or restored) over `items` (sorted
     by index) and `markers` (every clock marker of the input, sorted); yield what reaches
-    `outputs`, tagged."""
+    `outputs`, tagged. `checked`: the items' data are rows `check_row` returned already."""
     rt = engine.compile(plan, start_time=start_time) if isinstance(plan, str) else plan
     tagger = Tagger(rt._scheduler)
     emitted: list[Output] = []
     recorder = _TaggedRecorder(tagger, emitted)
-    for stream in outputs:
-        rt.subscribe_chunks(stream, recorder)
-    batch: list[Item] = []
-
-    def flush() -> None:
-        if batch:
-            first = batch[0]
-            tagger.enter((first[2], 1, first[0]))
-            assert first[1] is not None
-            rows = [rt.check_row(first[1], it[3]) for it in batch]
-            rt.send(first[1], rows, timestamps=first[2])
-            batch.clear()
-
-    for item in heapq.merge(items, markers, key=lambda it: it[0]):
-        idx, into, ts, _ = item
-        if batch and not (into == batch[-1][1] and ts == batch[-1][2] and idx == batch[-1][0] + 1):
-            flush()
-        if into is None:
-            tagger.enter((ts, 1, idx))
-            rt.advance_to(ts)
+    for name in outputs:
+        rt.subscribe_chunks(name, recorder)
+    check, send, enter = rt.check_row, rt.send, tagger.enter
+    rows: list[Any] = []  # the pending chunk: consecutive events of one stream and timestamp
+    first = last = -1
+    into: str | None = None
+    ts = 0
+    for idx, stream, t, data in heapq.merge(items, markers, key=_index) if markers else items:
+        if rows and not (stream == into and t == ts and idx == last + 1):
+            enter((ts, 1, first))
+            assert into is not None
+            send(into, rows if checked else [check(into, d) for d in rows], timestamps=ts)
+            rows = []
+        if stream is None:
+            enter((t, 1, idx))
+            rt.advance_to(t)
         else:
-            batch.append(item)
+            if not rows:
+                first, into, ts = idx, stream, t
+            rows.append(data)
+            last = idx
         if emitted:
             yield from emitted
             emitted.clear()
-    flush()
+    if rows:
+        enter((ts, 1, first))
+        assert into is not None
+        send(into, rows if checked else [check(into, d) for d in rows], timestamps=ts)
     yield from emitted
     if isinstance(plan, str):
         rt.shutdown()

@@ -352,6 +352,12 @@ class Runtime:
         runtime: call it anywhere, with rows as `check_row` returns them."""
         return self._keyed(partition).key_function(stream)
 
+    def partition_keys_function(
+        self, partition: str, stream: str
+    ) -> Callable[[list[tuple[Any, ...]], list[int]], list[list[Any]]] | None:
+        """`partition_key_function` for a batch: `fn(rows, timestamps)`, each row's keys."""
+        return self._keyed(partition).keys_function(stream)
+
     def partition_keys(self, partition: str) -> list[Any]:
         with self._lock:
             return self._keyed(partition).keys()

@@ -128,6 +128,31 @@ class PartitionRuntime:
 
         return keys_of
 
+    def keys_function(
+        self, stream: str
+    ) -> Callable[[list[tuple[Any, ...]], list[int]], list[list[Any]]] | None:
+        """`fn(rows, timestamps)`: each row's keys, as `key_function` gives them, for a
+        whole batch in one pass of the router (one call per row costs more than the key)."""
+        router = self.routers.get(stream)
+        one = self.key_function(stream)
+        if router is None or one is None:
+            return None
+
+        def keys_of(rows: list[tuple[Any, ...]], ts: list[int]) -> list[list[Any]]:
+            at = {id(r): i for i, r in enumerate(rows)}
+            if len(at) != len(rows):  # one row object twice: the router's runs cannot tell them apart
+                return [one(r, t) for r, t in zip(rows, ts, strict=True)]
+            found: list[list[Any]] = [[] for _ in rows]
+
+            def deliver(key: Any, _ts: list[int], run: list[tuple[Any, ...]]) -> None:
+                for r in run:
+                    found[at[id(r)]].append(key)
+
+            router(Chunk(ts, rows, None, None, False), deliver)
+            return found
+
+        return keys_of
+
     def snapshot_key(self, key: Any) -> list[Any] | None:
         """The state of one key's instance, timers included: `[last used, queries' states,
         timers [[due, owner id below the key], ...] in firing order]`; None if the key has

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from app.cli import main
 from app.replay import ReplayError, first_timestamp, replay
+from app.spark import runner
 from app.spark.runner import input_files, run_on_spark
 from tests.support.conformance import load_cases
 
@@ -248,3 +249,28 @@ def test_timestamps_going_back_run_as_one_group_with_the_local_output(
     report = run_on_spark(WINDOWED, str(path), out, spark=spark, parallelism=2)
     assert report.groups == [("main", 1)]
     assert per_stream(out.getvalue().splitlines()) == per_stream(local_run(WINDOWED, path))
+
+
+def test_a_clean_input_runs_in_one_job_and_any_other_takes_the_general_path(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    general: list[str] = []
+    real = runner._general
+
+    def spy(*args: Any, **kw: Any) -> Any:
+        general.append(args[2][0])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(runner, "_general", spy)
+    events = _windowed_events(300, seed=9)  # clock markers too, and some events unstamped
+    last = 0
+    stamped = []
+    for e in events:
+        last = max(last, e.get("timestamp", e.get("time", last)))
+        stamped.append(e if "time" in e else {**e, "timestamp": e.get("timestamp", last)})
+    clean = _write_jsonl(tmp_path / "clean.jsonl", stamped)
+    assert per_stream(spark_run(spark, WINDOWED, clean)) == per_stream(local_run(WINDOWED, clean))
+    assert general == []
+    path = _write_jsonl(tmp_path / "unstamped.jsonl", events)
+    assert per_stream(spark_run(spark, WINDOWED, path)) == per_stream(local_run(WINDOWED, path))
+    assert general == [str(path)]

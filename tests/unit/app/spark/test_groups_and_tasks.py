@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 
 import engine
-from app.replay import replay
+from app.replay import _json_default, _jsonable, event_line, replay
 from app.spark.groups import MAIN, plan_groups
+from app.spark.reading import row_checker
 from app.spark.tasks import Item, run_items
+from engine.events import EXPIRED
 
 TEMPERATURE = """
 @App:name('wso2-app')
@@ -117,3 +119,40 @@ def test_keys_spread_over_tasks_merge_back_into_the_local_order(tasks: int) -> N
     ]
     merged = [line for *_, line in heapq.merge(*(sorted(r) for r in runs))]
     assert _per_stream(merged) == expected
+
+
+@pytest.mark.parametrize(
+    ("stream", "ts", "kind", "row"),
+    [
+        ("Avg", 1000, 0, ("r1", 2.5)),
+        ('Q\u00e9"x', 5, 1, [float("nan"), float("inf"), -float("inf"), None, True, {2, 1}]),
+        ("S", 7, 0, ()),
+        ("S", 2**70, 0, [1, "x", [0.5]]),
+    ],
+)
+def test_an_event_line_is_the_json_of_the_record(stream: str, ts: int, kind: int, row: Any) -> None:
+    expected = json.dumps(
+        {
+            "stream": stream,
+            "timestamp": ts,
+            "type": "expired" if kind == EXPIRED else "current",
+            "data": [_jsonable(v) for v in row],
+        },
+        default=_json_default,
+    )
+    assert event_line(stream, ts, kind, row) == expected
+
+
+def test_row_checker_takes_exact_values_as_they_are_and_checks_the_rest() -> None:
+    rt = engine.compile("define stream S (s string, i int, l long, f float, d double, b bool, o object);")
+    check = row_checker(rt, "S")
+    row = ["a", 1, 2**40, 1.5, 2.5, True, {"x": 1}]
+    assert check(row) == rt.check_row("S", row)
+    assert check(["a", 1, 2, 0.1, 2, False, None]) == rt.check_row("S", ["a", 1, 2, 0.1, 2, False, None])
+    assert check([None] * 7) == (None,) * 7
+    with pytest.raises(ValueError, match="out of range"):
+        check(["a", 2**40, 2, 1.5, 2.5, True, None])
+    with pytest.raises(TypeError, match="attribute 'b'"):
+        check(["a", 1, 2, 1.5, 2.5, 1, None])
+    with pytest.raises(ValueError, match="has 7 attributes"):
+        check(["a"])

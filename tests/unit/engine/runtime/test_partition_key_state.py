@@ -117,6 +117,26 @@ def test_key_function_gives_the_keys_of_a_row() -> None:
     assert by_range((12,), 1000) == ["high"]
 
 
+def test_keys_function_gives_each_row_of_a_batch_its_keys_in_one_pass() -> None:
+    rt = engine.compile(
+        """
+        define stream S (k string, v int);
+        define stream R (v int);
+        partition with (k of S, v < 10 as 'low' or v >= 5 as 'high' of R)
+        begin from S select k, v insert into O1; from R select v insert into O2; end;
+        """,
+        fuse_partitions=False,
+    )
+    by_k = rt.partition_keys_function("partition1", "S")
+    by_range = rt.partition_keys_function("partition1", "R")
+    assert by_k is not None and by_range is not None
+    rows = [("x", 1), ("x", 2), (None, 3), ("y", 4), ("x", 5)]
+    assert by_k(rows, [1000] * 5) == [["x"], ["x"], [], ["y"], ["x"]]
+    assert by_range([(7,), (12,), (1,)], [1000, 1001, 1002]) == [["low", "high"], ["high"], ["low"]]
+    same = ("z", 1)
+    assert by_k([same, same], [1000, 1000]) == [["z"], ["z"]]  # one row object twice
+
+
 def test_per_key_state_of_a_fused_partition_is_refused_with_a_way_out() -> None:
     rt = engine.compile(
         "define stream S (k string, v int);"
