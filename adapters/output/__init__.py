@@ -6,8 +6,9 @@ out = build_adapter("rdbms", "pizzaOut", {"datasource": "pizzaDB", "table": "del
                     datasources={"pizzaDB": "mysql+pymysql://root@127.0.0.1/test"})
 out.start()
 out.publish(rows)            # non-blocking; rows from the map formatter
-out.publish(rows, origins=[Origin("plan/stream/formatter", "log-1", 42, i) for i in range(len(rows))])
-                             # replay protection: rdbms skips what it already wrote
+out.publish(rows, origins=Origin("plan/stream/formatter", "log-1", 42, 0))
+                             # replay protection: rdbms skips what it already wrote (the first
+                             # record's origin; the others are indexes 1, 2, ... of position 42)
 out.flush(timeout=5.0)       # True once everything published so far is written
 out.stop(timeout=5.0)
 out.stats                    # AdapterStats: published, written, overflow, rejected, skipped, ...
@@ -35,6 +36,8 @@ from adapters.output.base import (
     Origins,
     OutputAdapter,
     RecordError,
+    Run,
+    per_record,
 )
 from adapters.output.buffered import BufferedAdapter, Buffering, FenceRaised, Refused, RetryLater
 from adapters.output.factory import ADAPTER_TYPES, build_adapter
@@ -63,5 +66,7 @@ __all__ = [
     "RecordError",
     "Refused",
     "RetryLater",
+    "Run",
     "build_adapter",
+    "per_record",
 ]

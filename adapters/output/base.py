@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias, cast
 
 from engine.errors import AdapterError, ConfigError
 
@@ -30,11 +30,14 @@ MAX_SOURCE = 200  # characters of `Origin.source` a target must be able to store
 MAX_LOG_ID = 64
 
 
-@dataclass(slots=True, unsafe_hash=True)  # not frozen: one is made per output record, and a
-class Origin:  # frozen dataclass's __init__ costs twice as much; nothing changes one once made
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: a frozen dataclass's __init__ costs twice
+class Origin:  # as much, and nothing changes one once made
     """Where an output record came from: output `index` (0, 1, ...) of those that input-log record
     `position` of log `log_id` caused on `source` (plan/stream/formatter). Replays regenerate
-    the same origins, so a target that records the last one it wrote can skip what it already has."""
+    the same origins, so a target that records the last one it wrote can skip what it already has.
+
+    The outputs of one input-log record on one route come in a run: one `Origin`, the first
+    record's, stands for them all (`Run`), so none is made per record."""
 
     source: str  # up to 200 characters
     log_id: str  # up to 64 characters
@@ -62,6 +65,33 @@ class Origin:  # frozen dataclass's __init__ costs twice as much; nothing change
             return True
         return (self.position, self.index) > (other.position, other.index)
 
+    def nth(self, k: int) -> Origin:
+        """The origin of record `k` (0, 1, ...) of the run this one starts."""
+        return self if k == 0 else Origin(self.source, self.log_id, self.position, self.index + k)
+
+    def covered(self, mark: Origin | None, count: int) -> int:
+        """How many of the `count` records of the run this one starts are not past `mark` (the
+        last origin written for the source): they come first, and a target skips them."""
+        if mark is None or mark.log_id != self.log_id or self.position > mark.position:
+            return 0
+        if self.position < mark.position:
+            return count
+        return max(0, min(count, mark.index - self.index + 1))
+
+
+Run: TypeAlias = tuple[Origin | None, int]
+"""`count` consecutive records: (the first one's origin, or None for records without; count).
+The others of a run with an origin have the same source, log and position and the next indexes."""
+
+Origins: TypeAlias = Origin | Sequence[Origin | None]
+"""What `publish` takes as `origins`: one `Origin`, the first record's (the others follow it
+in a run, see `Run`), or one `Origin` (or None) per record."""
+
+
+def per_record(runs: Sequence[Run]) -> list[Origin | None]:
+    """One origin (or None) per record of `runs` (for tests and doubles: it makes one per record)."""
+    return [None if origin is None else origin.nth(k) for origin, count in runs for k in range(count)]
+
 
 _SOURCE_LOG = attrgetter("source", "log_id")
 _POSITION = attrgetter("position")
@@ -86,32 +116,34 @@ def _counts(position: object, index: object) -> bool:
     return type(position) is int and type(index) is int and 0 <= position < _BIGINT and 0 <= index < _BIGINT
 
 
-Origins: TypeAlias = Sequence[Origin | None]
-"""What `publish` takes as `origins`: one `Origin` (or None) per record."""
-
-
-def check_origins(
-    adapter: str, records: Sequence[Any], origins: Origins | None
-) -> list[Origin | None] | None:
-    """`origins` as a list parallel to `records`, or None when there are none; `RecordError` when
-    it is not parallel or an element is not a usable `Origin`."""
-    if origins is None:
+def check_origins(adapter: str, records: Sequence[Any], origins: Origins | None) -> list[Run] | None:
+    """`origins` as runs covering `records`, or None when there are none; `RecordError` when
+    a list is not parallel to the records or an origin is not usable."""
+    if origins is None or not records:
         return None
+    if isinstance(origins, Origin):
+        problem = origins.problem()
+        if problem is None and origins.index + len(records) > _BIGINT:
+            problem = f"index + {len(records)} records must stay under 2**63"
+        if problem is not None:
+            msg = f"adapter {adapter}: origin {origins!r}: {problem}"
+            raise RecordError(msg)
+        return [(origins, len(records))]
     listed = list(origins)
     if len(listed) != len(records):
         msg = (
             f"adapter {adapter}: {len(listed)} origins for {len(records)} records; "
-            "pass one origin (or None) per record"
+            "pass one origin (or None) per record, or the first record's origin alone"
         )
         raise RecordError(msg)
     if _all_usable(listed):
-        return listed
+        return _one_run(cast("list[Origin]", listed)) or _runs(listed)
     checked: set[tuple[str, str]] = set()  # (source, log_id) pairs found usable: check their ints only
     for i, origin in enumerate(listed):
         if origin is None:
             continue
         if not isinstance(origin, Origin):
-            problem: str | None = f"is a {type(origin).__name__}"
+            problem = f"is a {type(origin).__name__}"
         elif (origin.source, origin.log_id) in checked and _counts(origin.position, origin.index):
             continue
         else:
@@ -121,7 +153,45 @@ def check_origins(
         if problem is not None:
             msg = f"adapter {adapter}: origin {i} ({origin!r}): {problem}"
             raise RecordError(msg)
-    return listed if any(o is not None for o in listed) else None
+    return _runs(listed) if any(o is not None for o in listed) else None
+
+
+def _one_run(listed: list[Origin]) -> list[Run] | None:
+    """[(first, n)] when usable origins form one run (one source, log and position, indexes
+    counting up by one), checked with C-level loops; else None."""
+    first = listed[0]
+    if len(set(map(_SOURCE_LOG, listed))) != 1 or len(set(map(_POSITION, listed))) != 1:
+        return None
+    if list(map(_INDEX, listed)) != list(range(first.index, first.index + len(listed))):
+        return None
+    return [(first, len(listed))]
+
+
+def _runs(listed: list[Origin | None]) -> list[Run]:
+    """Per-record origins folded into runs."""
+    runs: list[Run] = []
+    head: Origin | None = None
+    count = 0
+    for origin in listed:
+        if count and (
+            (origin is None and head is None)
+            or (
+                origin is not None
+                and head is not None
+                and origin.index == head.index + count
+                and origin.position == head.position
+                and origin.source == head.source
+                and origin.log_id == head.log_id
+            )
+        ):
+            count += 1
+            continue
+        if count:
+            runs.append((head, count))
+        head, count = origin, 1
+    if count:
+        runs.append((head, count))
+    return runs
 
 
 class AdapterConfigError(AdapterError, ConfigError):
@@ -187,9 +257,11 @@ class OutputAdapter(Protocol):
         `stats.fenced` (the new notifier re-sends them from its journal). Database errors
         raised by the fence count as the database being down: the write is retried.
 
-        `origins` — replay protection: None, or one `Origin` (or None) per record, parallel
-        to `records` (another length refuses the call with `RecordError`, and so does an
-        origin the target could not record: see `Origin.problem`). Records of one source come
+        `origins` — replay protection: None; one `Origin`, the first record's, the others
+        having the next indexes (the outputs of one input-log record: a run, see `Run`); or
+        one `Origin` (or None) per record, parallel to `records`. Another length refuses the
+        call with `RecordError`, and so does an origin the target could not record (see
+        `Origin.problem`). Records of one source come
         in increasing (position, index) order within one log. Adapters that can tell
         (RDBMS: a `cepheus_delivered` row per source, in the same transaction as the rows)
         skip records whose origin is not past the last one they wrote for its source,

@@ -23,24 +23,26 @@ owns the rest:
 * a `_write` that returns a number: that many records of the batch were already in the
   target (their origins said so) and are counted as skipped, the rest as written.
 
-Each record keeps the `Origin` it was published with; `_write` gets them in a list
-parallel to the batch.
+Each record keeps the run of origins it was published in (`Run`: one `Origin` for the
+outputs of one input-log record, not one per record); `_write` gets the batch's runs, a run
+that a batch boundary cut shifted to its first record in the batch.
 
 Imports `engine.errors`, `formatters.config` and sibling modules only.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import islice, repeat
+from operator import itemgetter
 from typing import Any
 
-from adapters.output.base import AdapterStats, AdapterStopped, Fence, Origin, Origins, check_origins
+from adapters.output.base import AdapterStats, AdapterStopped, Fence, Origin, Origins, Run, check_origins
 from adapters.output.throttle import Throttle
 from adapters.wording import counted
 from engine.errors import AdapterError
@@ -49,7 +51,9 @@ from formatters.config import Settings
 log = logging.getLogger(__name__)
 
 MAX_LINGER_MS = 1000.0  # a linger is a wait for a fuller batch, not a flush interval
-_Item = tuple[int, Any, "Fence | None", "Origin | None"]  # (sequence number, record, fence, origin)
+_Span = tuple["Origin | None", int, int]  # a published run: (first origin or None, its first seq, count)
+_Item = tuple[int, Any, "Fence | None", _Span]  # (sequence number, record, fence, the record's run)
+_RECORD = itemgetter(1)
 
 
 class RetryLater(AdapterError):
@@ -99,6 +103,18 @@ class Buffering:
         return delay_ms / 1000.0
 
 
+def _runs(batch: list[_Item]) -> list[Run]:
+    """The runs of a batch, a run a batch boundary cut shifted to its first record here."""
+    runs: list[Run] = []
+    i, size = 0, len(batch)
+    while i < size:
+        seq, _, _, (origin, seq0, count) = batch[i]
+        n = min(seq0 + count - seq, size - i)
+        runs.append((None if origin is None else origin.nth(seq - seq0), n))
+        i += n
+    return runs
+
+
 class BufferedAdapter:
     """Base of adapters that deliver from a bounded buffer on a writer thread."""
 
@@ -138,9 +154,10 @@ class BufferedAdapter:
     def _open(self) -> None:
         """Connect / prepare the target; raise `RetryLater` while it is unavailable."""
 
-    def _write(self, records: list[Any], fence: Fence | None, origins: list[Origin | None]) -> int | None:
-        """Deliver `records` (all published with `fence`; `origins` parallel to them, elements
-        may be None) or raise `RetryLater`, `Refused` or `FenceRaised`.
+    def _write(self, records: list[Any], fence: Fence | None, origins: list[Run]) -> int | None:
+        """Deliver `records` (all published with `fence`; `origins` the runs they form, in
+        order, their counts adding up to the records) or raise `RetryLater`, `Refused` or
+        `FenceRaised`.
 
         Returns how many of them were not written because the target already had them
         (counted as skipped); None or 0 when all were written.
@@ -174,7 +191,7 @@ class BufferedAdapter:
     def publish(
         self, records: Sequence[Any], fence: Fence | None = None, origins: Origins | None = None
     ) -> int:
-        listed = check_origins(self.name, records, origins)
+        runs = check_origins(self.name, records, origins) or [(None, len(records))]
         self._check(records)
         with self._cond:
             if self._closing:
@@ -182,14 +199,23 @@ class BufferedAdapter:
                 raise AdapterStopped(msg)
             before = len(self._buffer)
             accepted = min(len(records), self.buffering.buffer_events - before)
-            if listed is None:
-                for record in itertools.islice(records, accepted):
-                    self._seq += 1
-                    self._buffer.append((self._seq, record, fence, None))
-            else:
-                for record, origin in zip(itertools.islice(records, accepted), listed, strict=False):
-                    self._seq += 1
-                    self._buffer.append((self._seq, record, fence, origin))
+            seq, at = self._seq, 0
+            for origin, count in runs:  # one run per input-log record: the records go in C-level loops
+                take = min(count, accepted - at)
+                if take <= 0:
+                    break
+                span = (origin, seq + 1, take)
+                self._buffer.extend(
+                    zip(
+                        range(seq + 1, seq + 1 + take),
+                        islice(records, at, at + take),
+                        repeat(fence),
+                        repeat(span),
+                    )
+                )
+                seq += take
+                at += take
+            self._seq = seq
             refused = len(records) - accepted
             self._counts["published"] += accepted
             self._counts["overflow"] += refused
@@ -276,14 +302,18 @@ class BufferedAdapter:
                 self._cond.notify_all()
 
     def _next_batch(self) -> list[_Item]:
-        first = self._buffer[0]
+        """Up to a batch of records from the front, all of one fence: stepping a run at a time
+        (the records of a run are together in the buffer and share their fence)."""
+        buffer = self._buffer
+        first = buffer[0]
         limit = 1 if first[0] <= self._isolate_through else self.buffering.batch_events
-        batch: list[_Item] = []
-        for item in self._buffer:
-            if len(batch) >= limit or item[2] is not first[2]:
+        n, size = 0, len(buffer)
+        while n < limit and n < size:
+            seq, _, fence, (_, seq0, count) = buffer[n]
+            if fence is not first[2]:
                 break
-            batch.append(item)
-        return batch
+            n += seq0 + count - seq
+        return list(islice(buffer, min(n, limit)))
 
     def _linger(self) -> None:
         """Wait (holding `_cond`) up to `linger_ms` for a full batch, unless stopping."""
@@ -307,12 +337,11 @@ class BufferedAdapter:
                 if self._abort.is_set() or not self._buffer:
                     return
                 batch = self._next_batch()
-            records = [item[1] for item in batch]
-            origins = [item[3] for item in batch]
+            records = list(map(_RECORD, batch))
             try:
                 if not self._opened:
                     self._open_or_retry()
-                skipped = self._write(records, batch[0][2], origins) or 0
+                skipped = self._write(records, batch[0][2], _runs(batch)) or 0
             except RetryLater as exc:
                 failures += 1
                 if self._retry_after(failures, exc):

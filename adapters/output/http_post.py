@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from adapters.output.base import Fence, Origin, RecordError
+from adapters.output.base import Fence, RecordError, Run
 from adapters.output.buffered import BufferedAdapter, Buffering, FenceRaised, Refused, RetryLater
 from formatters.config import Settings
 
@@ -127,7 +127,7 @@ class HttpAdapter(BufferedAdapter):
         ]
         return ("[" + ",".join(parts) + "]").encode()
 
-    def _write(self, records: list[Any], fence: Fence | None, origins: list[Origin | None]) -> None:
+    def _write(self, records: list[Any], fence: Fence | None, origins: list[Run]) -> None:
         # origins are not sent: an HTTP endpoint cannot say what it already has (at-least-once)
         if fence is not None:
             try:

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from adapters.output.base import Fence, Origin
+from adapters.output.base import Fence, Origin, Run, per_record
 from adapters.output.buffered import BufferedAdapter, Buffering, FenceRaised, Refused, RetryLater
 
 
@@ -47,7 +47,7 @@ class MemoryAdapter(BufferedAdapter):
     def describe_target(self) -> str:
         return f"memory target {self.name}"
 
-    def _write(self, records: list[Any], fence: Fence | None, origins: list[Origin | None]) -> int:
+    def _write(self, records: list[Any], fence: Fence | None, origins: list[Run]) -> int:
         with self._lock:
             self.attempts += 1
         if fence is not None:
@@ -63,16 +63,22 @@ class MemoryAdapter(BufferedAdapter):
             raise Refused(msg)
         with self._lock:
             marks = dict(self.delivered)
-            kept: list[tuple[Any, Origin | None]] = []
-            for record, origin in zip(records, origins, strict=True):
+            kept: list[Any] = []
+            kept_runs: list[Run] = []
+            at = 0
+            for origin, count in origins:  # a run the target has a part of is split where it ends
+                skip = 0
                 if self.skip_delivered and origin is not None:
-                    if not origin.follows(marks.get(origin.source)):
-                        continue
-                    marks[origin.source] = origin
-                kept.append((record, origin))
+                    skip = origin.covered(marks.get(origin.source), count)
+                    if skip < count:
+                        marks[origin.source] = origin.nth(count - 1)
+                if skip < count:
+                    kept.extend(records[at + skip : at + count])
+                    kept_runs.append((None if origin is None else origin.nth(skip), count - skip))
+                at += count
             self.delivered = marks
-            self.written.extend(r for r, _ in kept)
-            self.origins.extend(o for _, o in kept)
+            self.written.extend(kept)
+            self.origins.extend(per_record(kept_runs))
             if kept:
-                self.batches.append([r for r, _ in kept])
+                self.batches.append(kept)
         return len(records) - len(kept)

@@ -11,6 +11,7 @@ are expanded here, in memory, from the node's environment (the registry keeps th
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -38,6 +39,7 @@ log = logging.getLogger(__name__)
 Provenance = tuple[str, Where]  # (plan, where in its input log the records come from)
 
 
+@functools.lru_cache(maxsize=4096)  # called per bundle and route
 def origin_source(plan: str, stream_id: str, formatter: str) -> str:
     """The `Origin.source` of one plan's records on one route: at most `MAX_SOURCE` characters."""
     source = f"{plan}/{stream_id}/{formatter}"
@@ -237,8 +239,9 @@ class OutputHub:
         fence: Fence | None = None,
     ) -> None:
         """Format and enqueue `events` for every route of `stream_id` (non-blocking).
-        `provenance` — (plan, where in its input log): the records get `Origin`s, one source
-        per plan, stream and formatter, so an adapter can skip what it delivered before a replay.
+        `provenance` — (plan, where in its input log): the records get origins, one source
+        per plan, stream and formatter, so an adapter can skip what it delivered before a replay
+        (one `Origin` for them all, the first record's: they are a run).
         `fence` — a notifier's: every write of these records checks it (`OutputAdapter.publish`)."""
         for route in self._routes.get(stream_id, ()):
             try:
@@ -274,9 +277,7 @@ class OutputHub:
             return
         plan, where = provenance
         source = origin_source(plan, stream_id, route.formatter)
-        log_id, position, first = where.log_id, where.position, where.index
-        origins = [Origin(source, log_id, position, first + i) for i in range(len(records))]
-        route.adapter.publish(records, fence, origins)
+        route.adapter.publish(records, fence, Origin(source, where.log_id, where.position, where.index))
 
     def _current(self, stream_id: str, formatter: str) -> Route | None:
         for route in self._routes.get(stream_id, ()):

@@ -22,7 +22,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
-from adapters.output.base import Fence, Origin, RecordError
+from adapters.output.base import Fence, Origin, RecordError, Run
 from adapters.output.buffered import BufferedAdapter, FenceRaised, Refused, RetryLater
 from adapters.output.rdbms.delivered import (
     DELIVERED_TABLE,
@@ -174,9 +174,9 @@ class RdbmsAdapter(BufferedAdapter):
                 raise RetryLater(msg) from exc
         self._delivered_ready = True
 
-    def _write(self, records: list[Any], fence: Fence | None, origins: list[Origin | None]) -> int:
+    def _write(self, records: list[Any], fence: Fence | None, origins: list[Run]) -> int:
         engine = self._get_engine()
-        marked = any(o is not None for o in origins)
+        marked = any(origin is not None for origin, _ in origins)
         if marked and not self._delivered_ready:
             self._ensure_delivered(engine)
         table: sa.TableClause
@@ -234,7 +234,7 @@ class RdbmsAdapter(BufferedAdapter):
         table: sa.TableClause,
         records: list[Any],
         fence: Fence | None,
-        origins: list[Origin | None] | None,
+        origins: list[Run] | None,
     ) -> int:
         """Fence, marks, rows and COMMIT in one transaction; how many records were skipped."""
         s = self.settings
@@ -247,7 +247,7 @@ class RdbmsAdapter(BufferedAdapter):
                 after: dict[str, Origin] = {}
                 before: dict[str, Origin] | None = None  # read under lock, when not known already
                 if origins is not None:
-                    sources = {o.source for o in origins if o is not None}
+                    sources = {origin.source for origin, _ in origins if origin is not None}
                     known = self._marks
                     if sources.issubset(known):  # the marks this adapter stored last: one UPDATE each
                         rows, after = keep_new(records, origins, {src: known[src] for src in sources})

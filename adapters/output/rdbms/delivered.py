@@ -5,7 +5,8 @@ A replay after a restart regenerates the outputs of a plan with the same origins
 fence and before the rows, the adapter locks the batch's sources' rows here
 (`SELECT … FOR UPDATE`; SQLite has no such clause, but serialises writers: an empty UPDATE
 first makes the transaction a writer, so the read already holds the database's write lock),
-drops the records whose origin is not past the stored one (`keep_new`), writes the rest
+drops the records whose origin is not past the stored one (`keep_new`, a run of origins at a
+time), writes the rest
 and stores the newest origin per source (`store_marks`). A writer whose marks nobody else
 moved skips the read: one conditional UPDATE per source (`claim_marks`) both checks and moves
 its mark, and a miss (`MarkRace`) sends the batch back the locked-read way. Rows and marks commit or roll
@@ -23,24 +24,19 @@ Imports `adapters.output.base` and sibling modules only.
 
 from __future__ import annotations
 
-import itertools
-import operator
 from collections.abc import Iterable, Mapping, Sequence
-from operator import attrgetter
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import mysql
 
-from adapters.output.base import MAX_LOG_ID, MAX_SOURCE, Origin
+from adapters.output.base import MAX_LOG_ID, MAX_SOURCE, Origin, Run
 from adapters.output.rdbms.schema import quoted
 
 DELIVERED_TABLE = "cepheus_delivered"
 
 T = TypeVar("T")
-_SOURCE_LOG = attrgetter("source", "log_id")
-_AT = attrgetter("position", "index")
 
 
 class MarkRace(Exception):
@@ -91,40 +87,30 @@ def read_marks(conn: sa.Connection, table: sa.Table, sources: Iterable[str]) -> 
 
 
 def keep_new(
-    records: Sequence[T], origins: Sequence[Origin | None], marks: Mapping[str, Origin]
+    records: Sequence[T], runs: Sequence[Run], marks: Mapping[str, Origin]
 ) -> tuple[list[T], dict[str, Origin]]:
     """The records to write, in order, and the marks to store after them.
 
     A record is dropped when its origin does not follow the last one written for its source
-    (stored, or earlier in this batch); records without an origin are always kept.
+    (stored, or earlier in this batch); records without an origin are always kept. Compared a
+    run at a time: the records a mark covers are a run's first ones (`Origin.covered`), so a
+    run the table has a part of is split where that part ends.
     """
     last = dict(marks)
-    run = _one_run(origins)
-    if run is not None and run[0].follows(last.get(run[0].source)):
-        last[run[0].source] = run[1]
-        return list(records), last
-    kept: list[T] = []
-    for record, origin in zip(records, origins, strict=True):
+    kept: list[T] | None = None  # until a record is dropped: all of them
+    at = 0
+    for origin, count in runs:
+        skip = 0
         if origin is not None:
-            if not origin.follows(last.get(origin.source)):
-                continue
-            last[origin.source] = origin
-        kept.append(record)
-    return kept, last
-
-
-def _one_run(origins: Sequence[Origin | None]) -> tuple[Origin, Origin] | None:
-    """(first, last) when every origin is of one source and log, in increasing order (a batch
-    of a running plan's outputs), checked with C-level loops; else None."""
-    if not origins or None in origins:
-        return None
-    listed = cast("Sequence[Origin]", origins)
-    if len(set(map(_SOURCE_LOG, listed))) != 1:
-        return None
-    keys = list(map(_AT, listed))
-    if not all(map(operator.lt, keys, itertools.islice(keys, 1, None))):
-        return None
-    return listed[0], listed[-1]
+            skip = origin.covered(last.get(origin.source), count)
+            if skip < count:
+                last[origin.source] = origin.nth(count - 1)
+        if skip and kept is None:
+            kept = list(records[:at])
+        if kept is not None:
+            kept.extend(records[at + skip : at + count])
+        at += count
+    return (list(records) if kept is None else kept), last
 
 
 def store_marks(

@@ -364,3 +364,42 @@ def test_a_writer_whose_known_mark_another_moved_reads_it_again(place: Place) ->
     assert place.rows(table, "k") == [(k,) for k in (10, 11, 20, 21, 30, 31, 40, 41, 50, 51)]
     assert (first.stats.written, first.stats.skipped) == (6, 4)
     assert place.marks() == {SOURCE: ("log-1", 5, 1)}
+
+
+def test_a_run_half_written_before_a_crash_is_split_at_the_mark(place: Place) -> None:
+    """The outputs of one input record published as a run (its first origin alone): the dead
+    process wrote the first 7 of 20; the replay, in batches that cut the run elsewhere, writes
+    the other 13 and the run of the next record, each once."""
+    table = place.db.table_name("orders")
+    rows = [{"k": i, "v": f"r{i}"} for i in range(20)]
+    before = place.adapter(table, batch_events=3)
+    before.publish(rows[:7], origins=Origin(SOURCE, "log-1", 4, 0))
+    assert before.flush(timeout=20) and before.stop(timeout=5)
+    assert place.marks() == {SOURCE: ("log-1", 4, 6)}
+
+    after = place.adapter(table, name="restarted", batch_events=5)
+    after.publish(rows, origins=Origin(SOURCE, "log-1", 4, 0))
+    after.publish([{"k": 100 + i, "v": "next"} for i in range(3)], origins=Origin(SOURCE, "log-1", 5, 0))
+    assert after.flush(timeout=20)
+    assert place.rows(table, "k") == [(k,) for k in [*range(20), 100, 101, 102]]
+    s = after.stats
+    assert (s.published, s.written, s.skipped) == (23, 16, 7) and balanced(s)
+    assert place.marks() == {SOURCE: ("log-1", 5, 2)}
+
+
+def test_runs_and_per_record_origins_of_the_same_records_are_one_thing(place: Place) -> None:
+    """A caller that still passes one origin per record (Spark's micro-batches) and one that
+    passes runs skip each other's records exactly."""
+    table = place.db.table_name("orders")
+    out = place.adapter(table, batch_events=4)
+    out.publish(records(1, 2), origins=at(1, 2))  # per record
+    out.publish(records(2, 3), origins=[*at(2), *at(3)])
+    out.publish(records(3)[:1] + records(4), origins=None)  # no origins: written again
+    assert out.flush(timeout=20)
+    for p in (3, 4):
+        out.publish(records(p), origins=Origin(SOURCE, "log-1", p, 0))  # runs
+    assert out.flush(timeout=20)
+    assert place.rows(table, "k") == [(k,) for k in (10, 11, 20, 21, 30, 30, 31, 40, 40, 41, 41)]
+    s = out.stats
+    assert (s.written, s.skipped) == (11, 4) and balanced(s)
+    assert place.marks() == {SOURCE: ("log-1", 4, 1)}

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from adapters.output import AdapterConfigError, AdapterStopped, Buffering, MemoryAdapter, build_adapter
-from adapters.output.base import Fence, Origin
+from adapters.output.base import Fence, Run
 from adapters.output.throttle import Throttle
 
 
@@ -184,7 +184,7 @@ class Gated(MemoryAdapter):
         self.gate = threading.Event()
         self.writing = threading.Event()
 
-    def _write(self, records: list[object], fence: Fence | None, origins: list[Origin | None]) -> int:
+    def _write(self, records: list[object], fence: Fence | None, origins: list[Run]) -> int:
         if not self.writing.is_set():
             self.writing.set()
             assert self.gate.wait(5)

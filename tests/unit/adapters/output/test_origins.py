@@ -7,6 +7,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from adapters.output import (
     AdapterStats,
@@ -16,7 +18,9 @@ from adapters.output import (
     MemoryAdapter,
     Origin,
     RecordError,
+    Run,
     build_adapter,
+    per_record,
 )
 
 
@@ -37,9 +41,12 @@ class Recording(BufferedAdapter):
         super().__init__("recording", Buffering(retry_initial_ms=5, retry_max_ms=20))
         self.skip = skip
         self.calls: list[tuple[list[Any], list[Origin | None]]] = []
+        self.runs: list[list[Run]] = []
 
-    def _write(self, records: list[Any], fence: Fence | None, origins: list[Origin | None]) -> int | None:
-        self.calls.append((list(records), list(origins)))
+    def _write(self, records: list[Any], fence: Fence | None, origins: list[Run]) -> int | None:
+        assert sum(count for _, count in origins) == len(records)
+        self.calls.append((list(records), per_record(origins)))
+        self.runs.append(list(origins))
         return self.skip(records)
 
 
@@ -179,3 +186,122 @@ def test_one_bad_origin_among_many_good_ones_is_named(
     many[7] = bad
     with pytest.raises(RecordError, match=problem):
         out.publish(list(range(50)), origins=many)
+
+
+def test_one_origin_stands_for_a_run_and_batches_cut_it_where_they_end(
+    stop_after: Callable[..., Any],
+) -> None:
+    out = stop_after(Recording())
+    out.buffering = Buffering(batch_events=3, retry_initial_ms=5, retry_max_ms=20)
+    out.publish(["a", "b", "c", "d", "e"], origins=Origin("s", "l", 7, 0))
+    out.publish(["f"])
+    out.publish(["g", "h"], origins=Origin("s", "l", 8, 4))
+    out.start()
+    assert out.flush(timeout=5)
+    assert out.runs == [
+        [(Origin("s", "l", 7, 0), 3)],
+        [(Origin("s", "l", 7, 3), 2), (None, 1)],
+        [(Origin("s", "l", 8, 4), 2)],
+    ]
+    assert [o for _, origins in out.calls for o in origins] == [
+        *(Origin("s", "l", 7, i) for i in range(5)),
+        None,
+        Origin("s", "l", 8, 4),
+        Origin("s", "l", 8, 5),
+    ]
+
+
+def test_per_record_origins_reach_the_write_as_runs(stop_after: Callable[..., Any]) -> None:
+    out = stop_after(Recording())
+    given: list[Origin | None] = [Origin("s", "l", 1, 0), Origin("s", "l", 1, 1), None, None]
+    given += [Origin("s", "l", 2, 0), Origin("t", "l", 2, 1), Origin("t", "l", 2, 2)]
+    out.publish(list(range(7)), origins=given)
+    out.start()
+    assert out.flush(timeout=5)
+    assert out.runs == [
+        [
+            (Origin("s", "l", 1, 0), 2),
+            (None, 2),
+            (Origin("s", "l", 2, 0), 1),
+            (Origin("t", "l", 2, 1), 2),
+        ]
+    ]
+
+
+@pytest.mark.parametrize(
+    ("first", "n", "problem"),
+    [
+        (Origin("s ", "l", 5, 0), 3, r"origin Origin\(source='s '.*must not end with a space"),
+        (Origin("s", "l", -1, 0), 3, "position must be an integer"),
+        (Origin("s", "l", 0, 2**63 - 2), 3, r"index \+ 3 records must stay under 2\*\*63"),
+    ],
+)
+def test_a_run_a_table_could_not_hold_refuses_the_call(
+    stop_after: Callable[..., Any], first: Origin, n: int, problem: str
+) -> None:
+    out = stop_after(MemoryAdapter())
+    with pytest.raises(RecordError, match=problem):
+        out.publish(list(range(n)), origins=first)
+    assert out.stats.published == 0
+
+
+def test_a_full_buffer_cuts_a_run_and_the_counts_add_up(stop_after: Callable[..., Any]) -> None:
+    out = stop_after(MemoryAdapter(buffering=Buffering(buffer_events=4), skip_delivered=True))
+    assert out.publish(["a", "b"], origins=Origin("s", "l", 1, 0)) == 2
+    assert out.publish(["c", "d", "e", "f"], origins=Origin("s", "l", 2, 0)) == 2
+    out.start()
+    assert out.flush(timeout=5)
+    assert out.written == ["a", "b", "c", "d"]
+    assert out.origins == [
+        Origin("s", "l", 1, 0),
+        Origin("s", "l", 1, 1),
+        Origin("s", "l", 2, 0),
+        Origin("s", "l", 2, 1),
+    ]
+    s = out.stats
+    assert (s.published, s.overflow, s.written) == (4, 2, 4) and balanced(s)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(["s", "t"]), st.integers(1, 6)), min_size=1, max_size=8),
+    st.data(),
+)
+def test_a_replay_after_a_crash_mid_run_delivers_every_record_once(
+    outputs: list[tuple[str, int]], data: st.DataObject
+) -> None:
+    """Input record p caused `n` outputs on source `s` or `t`; the dead process wrote the first
+    `crash` records (published as runs, in batches of its size) and the restarted one replays
+    everything, in batches of another size, from the marks the first one left."""
+    published = [(source, p, n) for p, (source, n) in enumerate(outputs)]
+    total = sum(n for _, _, n in published)
+    crash = data.draw(st.integers(0, total), label="crash")
+    sizes = st.integers(1, 7)
+
+    def run(adapter: MemoryAdapter, upto: int) -> None:
+        at = 0
+        for source, p, n in published:
+            take = min(n, upto - at)
+            if take > 0:
+                adapter.publish([(p, i) for i in range(take)], origins=Origin(source, "l", p, 0))
+            at += n
+        adapter.start()
+        assert adapter.flush(timeout=5)
+        adapter.stop(timeout=1)
+
+    dead = MemoryAdapter(
+        buffering=Buffering(batch_events=data.draw(sizes, label="batch")), skip_delivered=True
+    )
+    run(dead, crash)
+    again = MemoryAdapter(
+        buffering=Buffering(batch_events=data.draw(sizes, label="batch again")), skip_delivered=True
+    )
+    again.delivered = dict(dead.delivered)
+    run(again, total)
+    everything = [(p, i) for _, p, n in published for i in range(n)]
+    assert dead.written + again.written == everything
+    s = again.stats
+    assert (s.written, s.skipped) == (total - crash, crash) and balanced(s)
+    assert dead.origins + again.origins == [
+        Origin(src, "l", p, i) for src, p, n in published for i in range(n)
+    ]
