@@ -274,6 +274,7 @@ class SparkDriver:
         self._leads: dict[str, Leadership] = {}  # per plan name, across its texts
         self._elector: threading.Thread | None = None
         self._ending = threading.Event()
+        self.deployment_class: type[SparkDeployment] | None = None  # the streaming module's (a test's)
 
     @property
     def shared(self) -> bool:
@@ -467,14 +468,15 @@ class SparkDriver:
     # ---- running ------------------------------------------------------------------------
 
     def _start(self, sp: SparkPlan, cancelled: Callable[[], bool]) -> None:
-        from app.spark.streaming import SparkDeployment
-
         try:
+            from app.spark.streaming import SparkDeployment
+
+            make = self.deployment_class or SparkDeployment
             if sp.after is not None:
                 sp.after.stopped.wait(self.settings.drain_seconds + START_WAIT_SECONDS)
             session = self.session()
             s = self.settings
-            deployment = SparkDeployment(
+            deployment = make(
                 session,
                 sp.plan.text,
                 str(sp.directory / HANDOFF),
