@@ -370,31 +370,38 @@ class SparkDriver:
         assert self._leases is not None
         tick = self.timing.renew_ms / 4000
         while not self._ending.wait(tick):
-            for name, lead in list(self._leads.items()):
-                now = time.monotonic()
-                if lead.due(now):
-                    try:
-                        lease = self._leases.acquire(lease_key(name), self.node_id, self.timing.ttl_ms)
-                        error = None
-                    except Exception as exc:  # the registry unreachable: the deadline decides
-                        lease, error = None, _first_line(exc)
-                        log.debug("plan %s: the Spark driver's lease request failed: %s", name, error)
-                    step = lead.answered(now, lease, time.monotonic(), error)
-                else:
-                    step = lead.check(now)
-                texts = [sp for sp in self._plans if sp.name == name and not sp.stopping.is_set()]
-                if step == "start" and texts:
-                    log.info("plan %s: this node drives it on Spark (lease %s)", name, lease_key(name))
-                    self._drive(texts[-1])
-                elif step == "stop":
-                    log.warning(
-                        "plan %s: this node no longer holds the lease to drive it (%s); stopping its queries",
-                        name,
-                        lead.error or f"now held by {lead.driver}",
-                    )
-                    for sp in texts:
-                        if sp.halt is not None:
-                            sp.halt.set()
+            try:
+                self._elect_once()
+            except Exception:  # a bug here must not end the renewals: the driver would stop
+                log.exception("electing the Spark drivers")
+
+    def _elect_once(self) -> None:
+        assert self._leases is not None
+        for name, lead in list(self._leads.items()):
+            now = time.monotonic()
+            if lead.due(now):
+                try:
+                    lease = self._leases.acquire(lease_key(name), self.node_id, self.timing.ttl_ms)
+                    error = None
+                except Exception as exc:  # the registry unreachable: the deadline decides
+                    lease, error = None, _first_line(exc)
+                    log.debug("plan %s: the Spark driver's lease request failed: %s", name, error)
+                step = lead.answered(now, lease, time.monotonic(), error)
+            else:
+                step = lead.check(now)
+            texts = [sp for sp in self._plans if sp.name == name and not sp.stopping.is_set()]
+            if step == "start" and texts:
+                log.info("plan %s: this node drives it on Spark (lease %s)", name, lease_key(name))
+                self._drive(texts[-1])
+            elif step == "stop":
+                log.warning(
+                    "plan %s: this node no longer holds the lease to drive it (%s); stopping its queries",
+                    name,
+                    lead.error or f"now held by {lead.driver}",
+                )
+                for sp in texts:
+                    if sp.halt is not None:
+                        sp.halt.set()
 
     def _drive(self, sp: SparkPlan) -> None:
         """Start a stint of driving `sp` (after the previous stint, if any, has stopped)."""
@@ -422,8 +429,14 @@ class SparkDriver:
                     return
                 try:
                     sp.lock = DriverLock(sp.checkpoints, self.node_id)
-                except SparkPlanError as exc:
-                    sp.state, sp.message = "starting", f"holds the lease, waiting: {exc}"
+                except SparkPlanError:
+                    sp.state, sp.message = (
+                        "starting",
+                        (
+                            "holds the lease; waiting for the previous driver to let the checkpoint directory "
+                            f"go ({_holder(sp.checkpoints)})"
+                        ),
+                    )
                     halt.wait(LOCK_RETRY_SECONDS)
             for sink in sp.sinks.values():
                 sink.stopping.clear()
@@ -621,6 +634,13 @@ def _spark_session(master: str) -> SparkSession:
     from app.spark.session import spark_session
 
     return spark_session(master, "cepheus")
+
+
+def _holder(directory: Path) -> str:
+    try:
+        return (directory / LOCK_FILE).read_text(encoding="utf-8").strip() or "another process"
+    except OSError:
+        return "another process"
 
 
 def _first_line(exc: BaseException) -> str:
