@@ -86,8 +86,8 @@ class DriverLock:
             self._file = None
             msg = (
                 f"checkpoint directory {directory} is in use by {holder}: only one node may drive a plan "
-                "on one checkpoint directory; give each node its own [spark] dir, or enable [spark] "
-                "on one node only"
+                "on one checkpoint directory; give each node its own [spark] dir, enable [spark] "
+                "on one node only, or set [spark] shared = true on every node sharing it"
             )
             raise SparkPlanError(msg) from None
         self._file.seek(0)
