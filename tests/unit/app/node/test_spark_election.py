@@ -19,7 +19,7 @@ from app.config import Spark, load
 from app.node.errors import SparkPlanError
 from app.node.plans import PlanManager
 from app.node.spark_lease import KEY_MAX, Leadership, lease_key
-from app.node.spark_plans import SparkDriver, plan_directory
+from app.node.spark_plans import DriverLock, SparkDriver, plan_directory
 from app.registry import ExecutionPlan, Registry
 from app.registry.leases import RegistryLeases
 from engine.errors import ConfigError
@@ -297,3 +297,27 @@ def test_a_driver_cut_off_from_the_registry_stops_before_another_starts(
     finally:
         first.stop()
         second.stop()
+
+
+def test_a_new_driver_waits_for_the_old_ones_flock(
+    nodes: tuple[Manager, Manager, Registry], tmp_path: Path
+) -> None:
+    a, _, registry = nodes
+    runs = Deployments()
+    spark_dir = tmp_path / "shared-spark"
+    cut = Breakable(registry)
+    cut.broken = True  # no lease yet: the plan's directory is there, its queries are not
+    first = shared_manager(a, spark_dir, "n1", lambda _: object(), cut, runs)
+    try:
+        first.apply([PLAN])
+        (text,) = plan_directory(spark_dir, "A").iterdir()
+        paused = DriverLock(text / "checkpoints", "n0")  # an old driver, paused past its lease
+        cut.broken = False
+        assert wait(lambda: "waiting for the previous driver" in first.status()["A"].message)
+        assert "node n0 (pid " in first.status()["A"].message
+        time.sleep(0.3)
+        assert runs.running == set()
+        paused.release()  # it woke up, saw its lease gone and stopped
+        assert wait(lambda: runs.running == {"n1"})
+    finally:
+        first.stop()
