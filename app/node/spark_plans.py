@@ -442,7 +442,9 @@ class SparkDriver:
                 sink.stopping.clear()
             sp.state, sp.message = "starting", f"starting its queries on Spark ({self.settings.master})"
             self._start(sp, lambda: not holding())
-            if sp.state == "failed":
+            if sp.state == "failed" and not holding():  # the lease went while Spark started
+                sp.state = "starting"
+            elif sp.state == "failed":
                 lead.resign()
                 self._release_lease(sp.name)
                 sp.message += "; this node no longer asks to drive the plan: another node with Spark does"
