@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import re
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -287,6 +288,7 @@ class SparkDeployment:
             for s, sink in sinks.items()
         }
         self.queries: dict[str, StreamingQuery] = {}
+        self._status_lock = threading.Lock()  # each query's micro-batches write the status file
         for s in self.sinks:
             if s not in {o for g in self.groups for o in g.outputs}:
                 msg = f"plan '{self.name}': no query writes stream '{s}' that a sink is attached to"
@@ -350,17 +352,22 @@ class SparkDeployment:
             per_stream.setdefault(record["stream"], []).append(event)
         for stream, events in per_stream.items():
             self.sinks[stream].deliver(events, query[:64], batch_id)
-        self.write_status()
+        try:
+            self.write_status()
+        except OSError as exc:  # the status is for people: the micro-batch is written all the same
+            log.warning("plan %s: cannot write %s: %s", self.name, STATUS_FILE, exc)
 
     def write_status(self) -> None:
         """`status()` into the checkpoint directory (written whole, then renamed), for
         `cepheus spark status` and the console to read without the Spark session."""
         os.makedirs(self.checkpoint_dir, exist_ok=True)
         path = os.path.join(self.checkpoint_dir, STATUS_FILE)
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(self.status(), f, indent=1, default=str)
-        os.replace(tmp, path)
+        status = self.status()
+        with self._status_lock:  # the queries' micro-batches run in threads of their own
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(status, f, indent=1, default=str)
+            os.replace(tmp, path)
 
     def status(self) -> dict[str, Any]:
         """What the CLI and the console show: the application, and per query its state and
