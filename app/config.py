@@ -158,6 +158,8 @@ class Spark:
     watermark_delay_ms: int = 0  # how late an event may arrive (by event time) and still count
     state_partitions: int = 0  # keyed state partitions, fixed at a plan's first start; 0: Spark's default
     drain_seconds: float = 30.0  # on a redeploy, how long the old text may take to finish its hand-off
+    # dir is shared by the nodes: one drives each plan (a registry lease), all feed it (in/<node>/)
+    shared: bool = False
 
 
 @dataclass(frozen=True)
@@ -418,6 +420,12 @@ def _validate(cfg: Config) -> None:
 
 
 def _validate_spark(s: Spark) -> None:
+    if s.shared and not s.dir:
+        msg = (
+            "spark.shared needs spark.dir: the directory every node mounts at the same path "
+            "(the default, under each node's data_dir, is not shared)"
+        )
+        raise ConfigError(msg)
     if not s.master.strip():
         msg = 'spark.master must name a Spark master, e.g. "local[*]" or "spark://head:7077"'
         raise ConfigError(msg)

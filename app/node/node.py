@@ -180,7 +180,17 @@ class Node:
         with the first such plan, in the background."""
         if not config.spark.enabled:
             return None
-        return SparkDriver(config.spark, config.spark_dir, config.node_id, self.outputs, self.ingress)
+        ha = config.ha
+        return SparkDriver(
+            config.spark,
+            config.spark_dir,
+            config.node_id,
+            self.outputs,
+            self.ingress,
+            # [spark] shared: the plan's registry lease elects the one node that drives it
+            leases=RegistryLeases(self.registry) if config.spark.shared else None,
+            timing=Timing(ha.lease_ms, ha.renew_ms, ha.margin_ms),
+        )
 
     def _install_notifiers_state(self, name: str, blob: bytes) -> None:
         """A standby of redundant plan `name` takes its notifier's state: all of it, or it is no

@@ -13,6 +13,14 @@ serves at once, and the plan is "starting" until its queries run ("spark"). Its 
 through the node's formatters and adapters as a local plan's do, each record with an origin
 (query, micro-batch, index), and a micro-batch commits only once its adapters wrote it: an
 RDBMS adapter skips what a micro-batch replayed after a restart had already written.
+
+With `[spark] shared = true` the nodes share `[spark] dir` (one file system, mounted at the same
+path): each node's receivers append to `in/<node>/`, and the one node that holds the plan's
+registry lease (`app.node.spark_lease`) runs the queries over every node's files. It starts
+its Spark session and the queries only once it holds the lease, takes the directory's `flock`
+as a second guard, and stops the queries when it cannot renew; the others say who drives.
+The directory's id, and so the output origins, are the plan's, whichever node drives: a new
+driver replaying a micro-batch the old one had written skips what the sink already has.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import os
 import re
 import secrets
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,12 +42,15 @@ from app.node.errors import SparkPlanError
 from app.node.ingress import Ingress, Row
 from app.node.journal import Provenance
 from app.node.outputs import OutputHub
+from app.node.spark_lease import Leadership, lease_key
 from app.persistence.errors import InputLogError
 from app.registry import ExecutionPlan
 from app.registry.plans import StreamBinding
 from app.spark.handoff import HandOff
 from engine import Runtime
 from engine.events import Event
+from ha.lease import Timing
+from ha.ports import LeaseStore
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -53,6 +65,8 @@ LOCK_FILE = "cepheus-driver.lock"
 ID_FILE = "cepheus-id"
 WAIT_SECONDS = 1.0  # a micro-batch waiting for its adapters checks this often whether the plan stops
 START_WAIT_SECONDS = 120.0  # how long a new text waits for the old one's queries (same names) to stop
+LOCK_RETRY_SECONDS = 0.5  # a new driver waits this long between tries for the old one's flock
+DRIVING_CHECK_SECONDS = 0.1  # a driver checks this often that it still holds the lease
 
 
 class DriverLock:
@@ -72,8 +86,8 @@ class DriverLock:
             self._file = None
             msg = (
                 f"checkpoint directory {directory} is in use by {holder}: only one node may drive a plan "
-                "on one checkpoint directory; give each node its own [spark] dir, or enable [spark] "
-                "on one node only"
+                "on one checkpoint directory; give each node its own [spark] dir, enable [spark] "
+                "on one node only, or set [spark] shared = true on every node sharing it"
             )
             raise SparkPlanError(msg) from None
         self._file.seek(0)
@@ -89,16 +103,29 @@ class DriverLock:
 
 
 def driver_id(directory: Path) -> str:
-    """The checkpoint directory's own id, made at its first use."""
+    """The checkpoint directory's own id, made at its first use (nodes sharing the directory
+    may race to make it: `link` keeps the first, and every node reads that one)."""
     path = directory / ID_FILE
     try:
         return path.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         made = secrets.token_hex(6)
-        tmp = directory / f".{ID_FILE}.tmp"
+        tmp = directory / f".{ID_FILE}.{made}.tmp"
         tmp.write_text(made + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-        return made
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+        return path.read_text(encoding="utf-8").strip()
+
+
+def writer_directory(node_id: str) -> str:
+    """A node's sub-directory of a shared hand-off: its id, in characters safe for a path
+    (Spark's file source skips names that start with `.` or `_`)."""
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", node_id)
+    return name if name[:1] not in ("", ".", "_") else f"node{name}"
 
 
 class HandOffFailed(InputLogError):
@@ -178,7 +205,7 @@ class SparkPlan:
     directory: Path
     runtime: Runtime  # compiled here for the checks of bindings and input rows; never run
     input: HandOffInput
-    lock: DriverLock
+    lock: DriverLock | None  # shared: taken while this node drives the plan
     sinks: dict[str, HubSink]
     state: str = "starting"  # "starting", "spark" (running), "failed", "stopped"
     message: str = ""
@@ -188,6 +215,9 @@ class SparkPlan:
     stopped: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
     guard: threading.Lock = field(default_factory=threading.Lock)
+    lead: Leadership | None = None  # shared: the plan's election, as this node sees it
+    halt: threading.Event | None = None  # shared: ends the current stint of driving
+    stint: threading.Thread | None = None  # shared: the stint that starts, watches and stops the queries
 
     @property
     def name(self) -> str:
@@ -222,7 +252,13 @@ class SparkDriver:
         outputs: OutputHub,
         ingress: Ingress,
         session: Callable[[str], SparkSession] | None = None,
+        leases: LeaseStore | None = None,
+        timing: Timing | None = None,
     ) -> None:
+        """`leases` (with `[spark] shared`): the registry's lease store, which elects the driver."""
+        if settings.shared and leases is None:
+            msg = "[spark] shared = true needs the registry's lease store"
+            raise SparkPlanError(msg)
         self.settings = settings
         self.directory = directory
         self.node_id = node_id
@@ -233,6 +269,16 @@ class SparkDriver:
         self._session_lock = threading.Lock()
         self._plans: list[SparkPlan] = []  # started and not yet stopped, for `stop`
         self._closed = False
+        self._leases = leases if settings.shared else None
+        self.timing = timing or Timing()
+        self._leads: dict[str, Leadership] = {}  # per plan name, across its texts
+        self._elector: threading.Thread | None = None
+        self._ending = threading.Event()
+        self.deployment_class: type[SparkDeployment] | None = None  # the streaming module's (a test's)
+
+    @property
+    def shared(self) -> bool:
+        return self._leases is not None
 
     # ---- the session -----------------------------------------------------------------------
 
@@ -261,12 +307,18 @@ class SparkDriver:
         """Take the plan's directory (`SparkPlanError` when another driver has it) and start
         its queries in the background; `after`: the text it replaces, stopped by the caller."""
         directory = plan_directory(self.directory, plan.name) / fingerprint[:12]
-        lock = DriverLock(directory / CHECKPOINTS, self.node_id)
+        lock = None if self.shared else DriverLock(directory / CHECKPOINTS, self.node_id)
         try:
-            handoff = HandOff(str(directory / HANDOFF))
+            if self.shared:
+                (directory / CHECKPOINTS).mkdir(parents=True, exist_ok=True)
+                writer = directory / HANDOFF / writer_directory(self.node_id)
+                handoff = HandOff(str(writer), writer=self.node_id)
+            else:
+                handoff = HandOff(str(directory / HANDOFF))
             source = f"{plan.name}~{driver_id(directory / CHECKPOINTS)}"
         except OSError as exc:
-            lock.release()
+            if lock is not None:
+                lock.release()
             msg = f"plan {plan.name}: cannot use {directory} ({exc.strerror or exc}); check [spark] dir"
             raise SparkPlanError(msg) from None
         sinks = {
@@ -288,22 +340,158 @@ class SparkDriver:
             message=f"starting its queries on Spark ({self.settings.master})",
             after=after,
         )
-        sp.thread = threading.Thread(
-            target=self._start, args=(sp,), name=f"spark-start-{plan.name}", daemon=True
-        )
         self._plans.append(sp)
+        if self.shared:
+            lead = self._leads.get(plan.name)
+            if lead is None:
+                lead = self._leads[plan.name] = Leadership(self.node_id, self.timing)
+            lead.rejoin()
+            sp.lead = lead
+            sp.message = lead.describe(handoff.directory)
+            if lead.driving:
+                self._drive(sp)
+            self._elect_in_background()
+            return sp
+        sp.thread = threading.Thread(
+            target=self._start, args=(sp, sp.stopping.is_set), name=f"spark-start-{plan.name}", daemon=True
+        )
         sp.thread.start()
         return sp
 
-    def _start(self, sp: SparkPlan) -> None:
-        from app.spark.streaming import SparkDeployment
+    # ---- the driver's election (shared) -------------------------------------------------
+
+    def _elect_in_background(self) -> None:
+        if self._elector is None:
+            self._elector = threading.Thread(target=self._elect, name="spark-lease", daemon=True)
+            self._elector.start()
+
+    def _elect(self) -> None:
+        """Ask for (or renew) each plan's lease every `renew_ms`; start or stop driving as it says."""
+        assert self._leases is not None
+        tick = self.timing.renew_ms / 4000
+        while not self._ending.wait(tick):
+            try:
+                self._elect_once()
+            except Exception:  # a bug here must not end the renewals: the driver would stop
+                log.exception("electing the Spark drivers")
+
+    def _elect_once(self) -> None:
+        assert self._leases is not None
+        for name, lead in list(self._leads.items()):
+            now = time.monotonic()
+            if lead.due(now):
+                try:
+                    lease = self._leases.acquire(lease_key(name), self.node_id, self.timing.ttl_ms)
+                    error = None
+                except Exception as exc:  # the registry unreachable: the deadline decides
+                    lease, error = None, _first_line(exc)
+                    log.debug("plan %s: the Spark driver's lease request failed: %s", name, error)
+                step = lead.answered(now, lease, time.monotonic(), error)
+            else:
+                step = lead.check(now)
+            texts = [sp for sp in self._plans if sp.name == name and not sp.stopping.is_set()]
+            if step == "start" and texts:
+                log.info("plan %s: this node drives it on Spark (lease %s)", name, lease_key(name))
+                self._drive(texts[-1])
+            elif step == "stop":
+                log.warning(
+                    "plan %s: this node no longer holds the lease to drive it (%s); stopping its queries",
+                    name,
+                    lead.error or f"now held by {lead.driver}",
+                )
+                for sp in texts:
+                    if sp.halt is not None:
+                        sp.halt.set()
+
+    def _drive(self, sp: SparkPlan) -> None:
+        """Start a stint of driving `sp` (after the previous stint, if any, has stopped)."""
+        previous = sp.stint
+        halt = sp.halt = threading.Event()
+        sp.stint = threading.Thread(
+            target=self._stint, args=(sp, halt, previous), name=f"spark-drive-{sp.name}", daemon=True
+        )
+        sp.stint.start()
+
+    def _stint(self, sp: SparkPlan, halt: threading.Event, previous: threading.Thread | None) -> None:
+        """Take the checkpoint directory's flock (the old driver may still be stopping), start
+        the queries, and stop them as soon as the lease no longer holds."""
+        lead = sp.lead
+        assert lead is not None
+        if previous is not None:
+            previous.join()
+
+        def holding() -> bool:
+            return not halt.is_set() and not sp.stopping.is_set() and lead.holds(time.monotonic())
 
         try:
+            while sp.lock is None:
+                if not holding():
+                    return
+                try:
+                    sp.lock = DriverLock(sp.checkpoints, self.node_id)
+                except SparkPlanError:
+                    sp.state, sp.message = (
+                        "starting",
+                        (
+                            "holds the lease; waiting for the previous driver to let the checkpoint directory "
+                            f"go ({_holder(sp.checkpoints)})"
+                        ),
+                    )
+                    halt.wait(LOCK_RETRY_SECONDS)
+            for sink in sp.sinks.values():
+                sink.stopping.clear()
+            sp.state, sp.message = "starting", f"starting its queries on Spark ({self.settings.master})"
+            self._start(sp, lambda: not holding())
+            if sp.state == "failed" and not holding():  # the lease went while Spark started
+                sp.state = "starting"
+            elif sp.state == "failed":
+                lead.resign()
+                self._release_lease(sp.name)
+                sp.message += "; this node no longer asks to drive the plan: another node with Spark does"
+                return
+            while holding():
+                halt.wait(DRIVING_CHECK_SECONDS)
+        finally:
+            self._stop_queries(sp)
+            if sp.lock is not None:
+                sp.lock.release()
+                sp.lock = None
+            if sp.state != "failed" and not sp.stopping.is_set():
+                sp.state, sp.message = "starting", lead.describe(sp.input.handoff.directory)
+
+    def _release_lease(self, name: str) -> None:
+        """Give the plan's lease up at once (its queries have stopped): another node takes over
+        without waiting for it to expire."""
+        assert self._leases is not None
+        try:
+            self._leases.release(lease_key(name), self.node_id)
+        except Exception as exc:  # then it runs out on its own
+            log.warning("plan %s: could not release the Spark driver's lease: %s", name, _first_line(exc))
+
+    def _stop_queries(self, sp: SparkPlan) -> None:
+        for sink in sp.sinks.values():
+            sink.stopping.set()
+        with sp.guard:  # a start under way finishes first
+            deployment, sp.deployment = sp.deployment, None
+        if deployment is not None:
+            try:
+                deployment.stop()
+            except Exception as exc:
+                log.warning("plan %s: stopping its Spark queries: %s", sp.name, _first_line(exc))
+            log.info("plan %s: its Spark queries stopped", sp.name)
+
+    # ---- running ------------------------------------------------------------------------
+
+    def _start(self, sp: SparkPlan, cancelled: Callable[[], bool]) -> None:
+        try:
+            from app.spark.streaming import SparkDeployment
+
+            make = self.deployment_class or SparkDeployment
             if sp.after is not None:
                 sp.after.stopped.wait(self.settings.drain_seconds + START_WAIT_SECONDS)
             session = self.session()
             s = self.settings
-            deployment = SparkDeployment(
+            deployment = make(
                 session,
                 sp.plan.text,
                 str(sp.directory / HANDOFF),
@@ -314,7 +502,7 @@ class SparkDriver:
                 watermark_delay_ms=s.watermark_delay_ms,
             )
             with sp.guard:
-                if sp.stopping.is_set():
+                if cancelled():
                     return
                 sp.deployment = deployment
                 deployment.start()
@@ -328,7 +516,7 @@ class SparkDriver:
             )
         except Exception as exc:  # no pyspark or Java, a plan Spark cannot run, the node stopping
             sp.state, sp.message = "failed", _first_line(exc)
-            if not sp.stopping.is_set():
+            if not cancelled():
                 log.error("plan %s cannot run on Spark: %s", sp.name, sp.message)
 
     def retire(self, sp: SparkPlan, drain: bool = False) -> None:
@@ -349,15 +537,12 @@ class SparkDriver:
                 )
         with sp.guard:  # a start under way finishes first; one not there yet starts nothing
             sp.stopping.set()
-        for sink in sp.sinks.values():
-            sink.stopping.set()
-        deployment = sp.deployment
-        if deployment is not None:
-            try:
-                deployment.stop()
-            except Exception as exc:
-                log.warning("plan %s: stopping its Spark queries: %s", sp.name, _first_line(exc))
-        sp.lock.release()
+        if sp.lead is not None:
+            self._end_stint(sp)
+        else:
+            self._stop_queries(sp)
+            if sp.lock is not None:
+                sp.lock.release()
         sp.runtime.shutdown()
         if sp.state != "failed":
             sp.state, sp.message = "stopped", ""
@@ -365,6 +550,24 @@ class SparkDriver:
         if sp in self._plans:
             self._plans.remove(sp)
         log.info("plan %s stopped on Spark", sp.name)
+
+    def _end_stint(self, sp: SparkPlan) -> None:
+        """A shared plan's text stops here: its stint stops its queries and lets the flock go;
+        the lease is given up unless another text of the plan still runs here."""
+        lead = sp.lead
+        assert lead is not None
+        if sp.halt is not None:
+            sp.halt.set()
+        if sp.stint is not None:
+            sp.stint.join(START_WAIT_SECONDS)
+        if any(p.name == sp.name and p is not sp for p in self._plans):
+            return
+        driving = lead.driving or lead.driver == self.node_id
+        lead.resign()
+        if self._leads.get(sp.name) is lead:
+            del self._leads[sp.name]
+        if driving:
+            self._release_lease(sp.name)
 
     def status(self, sp: SparkPlan) -> tuple[str, str, dict[str, Any]]:
         """The plan's state and message, and its deployment's status (`SparkDeployment.status`)."""
@@ -378,6 +581,12 @@ class SparkDriver:
             "queries": [],
         }
         state, message = sp.state, sp.message
+        lead = sp.lead
+        if lead is not None:
+            base["driver"] = lead.driver
+            if sp.deployment is None and state != "failed" and not lead.driving:
+                message = lead.describe(sp.input.handoff.directory)
+                state = "spark" if lead.driver not in (None, self.node_id) and not lead.error else "starting"
         deployment = sp.deployment
         if deployment is not None and state == "spark":
             try:
@@ -395,7 +604,11 @@ class SparkDriver:
         return state, message, base | {"state": state, "message": message}
 
     def stop(self) -> None:
-        """Stop every plan still running, then the session."""
+        """Stop every plan still running (a shared plan's lease given up, for another node to
+        take over at once), then the session."""
+        self._ending.set()
+        if self._elector is not None:
+            self._elector.join(10)
         for sp in list(self._plans):
             self.retire(sp)
         with self._session_lock:
@@ -423,6 +636,13 @@ def _spark_session(master: str) -> SparkSession:
     from app.spark.session import spark_session
 
     return spark_session(master, "cepheus")
+
+
+def _holder(directory: Path) -> str:
+    try:
+        return (directory / LOCK_FILE).read_text(encoding="utf-8").strip() or "another process"
+    except OSError:
+        return "another process"
 
 
 def _first_line(exc: BaseException) -> str:

@@ -10,6 +10,12 @@ files in modification-time order (milliseconds, ties in no set order), so each f
 modification time 1 ms past the previous one's: a micro-batch limited to a few files
 (`maxFilesPerTrigger`) always takes the oldest, never a later file before an earlier one.
 
+Nodes sharing a plan's directory (a cluster) each write a sub-directory of their own,
+`in/<node>/`, with `writer` set: their lines also carry `w`, the writer, and their indexes
+count per writer. The strictly increasing modification times hold per writer, so a source
+listing every writer's files in modification-time order still never takes a later file of
+one writer before an earlier one of the same writer.
+
 `HandOffHandler` is a Data Bridge (Thrift) receiver handler that hands every published
 event over. Imports adapters (the handler protocol) and nothing of pyspark.
 """
@@ -34,10 +40,12 @@ _NAME = re.compile(r"^(\d{20})-(\d+)\.jsonl$")
 
 
 class HandOff:
-    """Appends events to `directory` as `<first index>-<count>.jsonl` files."""
+    """Appends events to `directory` as `<first index>-<count>.jsonl` files; `writer`, when
+    given, goes into every line as `w` (one of several writers of a plan's hand-off)."""
 
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, writer: str = "") -> None:
         self.directory = directory
+        self.writer = writer
         os.makedirs(directory, exist_ok=True)
         self._lock = threading.Lock()
         self._next = 0
@@ -61,11 +69,11 @@ class HandOff:
             first = self._next
             name = f"{first:020d}-{len(events)}.jsonl"
             tmp = os.path.join(self.directory, f".{name}.tmp")
+            extra = {"w": self.writer} if self.writer else {}
             with open(tmp, "w", encoding="utf-8") as f:
                 for n, (stream, ts, data) in enumerate(events):
-                    f.write(
-                        json.dumps({"i": first + n, "stream": stream, "timestamp": ts, "data": list(data)})
-                    )
+                    line = {"i": first + n, **extra, "stream": stream, "timestamp": ts, "data": list(data)}
+                    f.write(json.dumps(line))
                     f.write("\n")
                 f.flush()
                 os.fsync(f.fileno())

@@ -18,10 +18,12 @@ latest event time, less `watermark_delay_ms`) passes them (`EventTimeTimeout`).
 
 from __future__ import annotations
 
+import heapq
 import json
 import logging
 import os
 import re
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,8 +45,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-KEYED_SCHEMA = "i long, stream string, ts long, et timestamp, data string, key string"
-OUTPUT_SCHEMA = "i long, n long, stream string, line string"
+KEYED_SCHEMA = "i long, w string, stream string, ts long, et timestamp, data string, key string"
+OUTPUT_SCHEMA = "i long, w string, ts long, n long, stream string, line string"
 STATE_SCHEMA = "blob binary"
 STATUS_FILE = "cepheus-status.json"
 _TIMED_OUT = (
@@ -60,7 +62,7 @@ def _keyed_rows(group: Group, frames: Iterable[pd.DataFrame]) -> Iterator[pd.Dat
     inputs = set(group.inputs)
     keys = {s: rt.partition_key_function(group.keyed_by, s) for s in inputs} if group.keyed_by else {}
     for frame in frames:
-        out: dict[str, list[Any]] = {"i": [], "stream": [], "ts": [], "data": [], "key": []}
+        out: dict[str, list[Any]] = {"i": [], "w": [], "stream": [], "ts": [], "data": [], "key": []}
         for line in frame["value"]:
             if not line.strip():
                 continue
@@ -76,6 +78,7 @@ def _keyed_rows(group: Group, frames: Iterable[pd.DataFrame]) -> Iterator[pd.Dat
                 found = fn(row, obj["timestamp"]) if fn is not None else []
             for key in found:
                 out["i"].append(obj["i"])
+                out["w"].append(obj.get("w", ""))
                 out["stream"].append(stream)
                 out["ts"].append(obj["timestamp"])
                 out["data"].append(json.dumps(obj["data"]))
@@ -97,7 +100,7 @@ def _advance(
     import pandas as pd
 
     given = list(frames)
-    rows = pd.concat(given).sort_values("i") if given else None
+    ordered = _in_order(pd.concat(given)) if given else []
     rt = engine.compile(group.plan, start_time=start_time, fuse_partitions=False)
     blob = state.get[0] if state.exists and not group.stateless else None
     if blob is not None:
@@ -105,21 +108,20 @@ def _advance(
             rt.restore_key(bytes(blob))
         else:
             rt.restore(bytes(blob))
-    items: list[Item] = []
+    items: list[Item] = [(at, s, t, json.loads(d)) for at, _, _, s, t, d in ordered]
+    cause = {at: (i, w, t) for at, w, i, _, t, _ in ordered}  # engine index -> the input it stands for
     markers: list[Item] = []
-    if rows is not None:
-        items = [
-            (int(i), s, int(t), json.loads(d))
-            for i, s, t, d in zip(rows["i"], rows["stream"], rows["ts"], rows["data"], strict=True)
-        ]
     watermark = state.getCurrentWatermarkMs()
     if state.hasTimedOut:  # no event of this key, but event time passed its next timer
         markers = [(0, None, watermark, None)]
-    first = items[0][0] if items else _TIMED_OUT
-    out: dict[str, list[Any]] = {"i": [], "n": [], "stream": [], "line": []}
+    first = cause[items[0][0]] if items else (_TIMED_OUT, "", watermark)
+    out: dict[str, list[Any]] = {"i": [], "w": [], "ts": [], "n": [], "stream": [], "line": []}
     for n, (tag, _, line) in enumerate(run_items(rt, None, list(group.outputs), items, markers)):
         record = json.loads(line)
-        out["i"].append(tag[2] if len(tag) > 2 and tag[1] == 1 and items else first)
+        i, w, t = cause.get(tag[2], first) if len(tag) > 2 and tag[1] == 1 and items else first
+        out["i"].append(i)
+        out["w"].append(w)
+        out["ts"].append(t)
         out["n"].append(n)
         out["stream"].append(record["stream"])
         out["line"].append(line)
@@ -138,6 +140,39 @@ def _advance(
     else:
         state.remove()
     yield pd.DataFrame(out)
+
+
+def _in_order(rows: pd.DataFrame) -> list[tuple[int, str, int, str, int, str]]:
+    """One key's events of a micro-batch as `(engine index, writer, index, stream, timestamp,
+    data)`, in the order the engine runs them. One writer: by its input index, the engine
+    index being the input index. Several (nodes sharing the hand-off): each writer's events
+    keep their own order, and the writers' sequences merge by timestamp, ties by writer; the
+    engine index counts on by 1 only between consecutive events of one writer (which may
+    travel as one chunk), else by 2. A replayed micro-batch has the same rows: the same order."""
+    if rows["w"].nunique() <= 1:
+        rows = rows.sort_values("i")
+        return [
+            (int(i), str(w), int(i), str(s), int(t), str(d))
+            for i, w, s, t, d in zip(
+                rows["i"], rows["w"], rows["stream"], rows["ts"], rows["data"], strict=True
+            )
+        ]
+    per_writer = [
+        [
+            (int(t), str(w), int(i), str(s), str(d))
+            for i, s, t, d in zip(g["i"], g["stream"], g["ts"], g["data"], strict=True)
+        ]
+        for w, g in sorted((w, g.sort_values("i")) for w, g in rows.groupby("w", sort=False))
+    ]
+    ordered: list[tuple[int, str, int, str, int, str]] = []
+    for t, w, i, s, d in heapq.merge(*per_writer, key=lambda e: (e[0], e[1])):
+        if not ordered:
+            at = 0
+        else:
+            _, last_w, last_i, *_ = ordered[-1]
+            at = ordered[-1][0] + (1 if (last_w == w and last_i + 1 == i) else 2)
+        ordered.append((at, w, i, s, t, d))
+    return ordered
 
 
 # `package.module.Crash: message` or `ValueError: message`, as Python prints an exception
@@ -200,6 +235,19 @@ class AdapterSink:
             raise SparkRunError(msg)
 
 
+def _output_order(rows: list[Any]) -> list[Any]:
+    """A micro-batch's outputs in the order of the inputs that caused them, as `_in_order`
+    runs them: one writer, by (input index, n) as locally; several, each writer's by (input
+    index, n), merged by the cause's timestamp, ties by writer; a quiet key's timers last."""
+    timed_out = sorted((r for r in rows if r["i"] == _TIMED_OUT), key=lambda r: r["n"])
+    caused = [r for r in rows if r["i"] != _TIMED_OUT]
+    writers = sorted({r["w"] for r in caused})
+    if len(writers) <= 1:
+        return sorted(caused, key=lambda r: (r["i"], r["n"])) + timed_out
+    per_writer = [sorted((r for r in caused if r["w"] == w), key=lambda r: (r["i"], r["n"])) for w in writers]
+    return [*heapq.merge(*per_writer, key=lambda r: (r["ts"], r["w"])), *timed_out]
+
+
 class SparkDeployment:
     """A plan on Structured Streaming: `start()`, `status()`, `stop()`.
 
@@ -240,6 +288,7 @@ class SparkDeployment:
             for s, sink in sinks.items()
         }
         self.queries: dict[str, StreamingQuery] = {}
+        self._status_lock = threading.Lock()  # each query's micro-batches write the status file
         for s in self.sinks:
             if s not in {o for g in self.groups for o in g.outputs}:
                 msg = f"plan '{self.name}': no query writes stream '{s}' that a sink is attached to"
@@ -264,7 +313,8 @@ class SparkDeployment:
         reader = self.spark.readStream.format("text")
         if self.max_files_per_trigger:
             reader = reader.option("maxFilesPerTrigger", self.max_files_per_trigger)
-        lines = reader.load(self.handoff_dir)
+        # `in/<node>/` of each node feeding a shared hand-off, or the files of one node in `in/`
+        lines = reader.option("recursiveFileLookup", "true").load(self.handoff_dir)
         keyed = lines.mapInPandas(partial(_keyed_rows, group), schema=KEYED_SCHEMA)
         # a key's timers fire at its next event, or once event time (the watermark: the
         # latest event time seen, less the delay) passes them; an event older than the
@@ -292,7 +342,7 @@ class SparkDeployment:
         with its origin, so a replayed micro-batch is skipped where it was written."""
         # one action (a Spark sort would add a sampling job and a shuffle); a batch's
         # outputs are few enough to order here
-        rows = sorted(frame.collect(), key=lambda r: (r["i"], r["n"]))
+        rows = _output_order(frame.collect())
         per_stream: dict[str, list[Event]] = {}
         for row in rows:
             record = json.loads(row["line"])
@@ -302,17 +352,22 @@ class SparkDeployment:
             per_stream.setdefault(record["stream"], []).append(event)
         for stream, events in per_stream.items():
             self.sinks[stream].deliver(events, query[:64], batch_id)
-        self.write_status()
+        try:
+            self.write_status()
+        except OSError as exc:  # the status is for people: the micro-batch is written all the same
+            log.warning("plan %s: cannot write %s: %s", self.name, STATUS_FILE, exc)
 
     def write_status(self) -> None:
         """`status()` into the checkpoint directory (written whole, then renamed), for
         `cepheus spark status` and the console to read without the Spark session."""
         os.makedirs(self.checkpoint_dir, exist_ok=True)
         path = os.path.join(self.checkpoint_dir, STATUS_FILE)
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(self.status(), f, indent=1, default=str)
-        os.replace(tmp, path)
+        status = self.status()
+        with self._status_lock:  # the queries' micro-batches run in threads of their own
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(status, f, indent=1, default=str)
+            os.replace(tmp, path)
 
     def status(self) -> dict[str, Any]:
         """What the CLI and the console show: the application, and per query its state and
