@@ -50,9 +50,11 @@ class Holder:
         self._deadline: float | None = None  # monotonic seconds: notify before this only
         self._last_sent: float | None = None
 
-    def due(self, now: float) -> bool:
-        """Whether to ask the store now (to take or renew the lease)."""
-        return self._last_sent is None or now - self._last_sent >= self.timing.renew_ms / 1000
+    def due(self, now: float, every_s: float | None = None) -> bool:
+        """Whether to ask the store now (to take or renew the lease): `every_s` (default: the
+        renewal interval) after the last request."""
+        every = self.timing.renew_ms / 1000 if every_s is None else every_s
+        return self._last_sent is None or now - self._last_sent >= every
 
     def asked(self, sent: float, answer: Lease | None) -> bool:
         """Record the store's answer to a request sent at monotonic time `sent`; True when this

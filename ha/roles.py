@@ -30,6 +30,9 @@ from ha.placement import notifier
 from ha.ports import Lease
 
 
+ORPHANED_ASK_S = 0.05  # how often a lease whose holder left (or did not renew it) is asked for
+
+
 class Role(enum.StrEnum):
     STANDBY = "standby"
     NOTIFIER = "notifier"
@@ -99,7 +102,9 @@ class PlanRole:
         holder = self.lease.holder if self.lease is not None else None
         expired = self.lease is not None and self.lease.ttl_ms <= 0  # its holder did not renew it
         orphaned = holder is None or holder == self.node or holder not in members or expired
-        if (preferred == self.node or orphaned) and self.holder.due(now):
+        if orphaned and self.holder.due(now, ORPHANED_ASK_S):  # its holder left: take it now
+            return Decision(role, Action.ACQUIRE)
+        if preferred == self.node and self.holder.due(now):
             return Decision(role, Action.ACQUIRE)
         return Decision(role, Action.NOTHING)
 

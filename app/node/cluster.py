@@ -48,6 +48,7 @@ from ha.roles import Action, PlanRole, Role
 log = logging.getLogger(__name__)
 
 RELAY_WAIT_SECONDS = 5.0  # how long a bundle for a plan without a reachable notifier waits for one
+LOOK_CLOSELY_SECONDS = 2.0  # after the notifier's stream ends, who holds the lease is read every 50 ms
 WATERMARK_FLUSH_SECONDS = 30.0  # a sink behind by seconds delays the report, it must not stop it
 
 
@@ -450,11 +451,11 @@ class Cluster:
         """Where the plan's notifier is, as the registry said at most `renew_ms` ago."""
         lease = plan.role.lease
         now = time.monotonic()
-        if (
-            lease is None
-            or lease.holder == self.me
-            or now - plan.looked_up >= self.settings.timing.renew_ms / 1000
-        ):
+        every = self.settings.timing.renew_ms / 1000
+        follower = plan.follower
+        if follower is not None and now - follower.ended_at < LOOK_CLOSELY_SECONDS:
+            every = min(every, 0.05)  # the notifier's stream just ended: it may have released the lease
+        if lease is None or lease.holder == self.me or now - plan.looked_up >= every:
             try:
                 lease = self._leases.current(plan.name)
             except Exception:

@@ -341,6 +341,7 @@ class Follower:
         self._connection: Connection | None = None
         self.live = False  # receiving the notifier's records as it appends them
         self.ended_live = False  # the last subscription ended while live (the notifier died)
+        self.ended_at = 0.0  # when a subscription last ended (monotonic seconds)
         self._fresh = False  # ask for the notifier's state instead of resuming (a redeploy)
         self._resyncs = 0  # how many times `resync` was asked for
         self._thread = threading.Thread(target=self._run, name=f"follow-{journal.plan}", daemon=True)
@@ -386,6 +387,7 @@ class Follower:
                 # that never connected (nothing listens there any more) changes nothing of that
                 if self._connection is not None:
                     self.ended_live = self.live
+                    self.ended_at = time.monotonic()
                 if not isinstance(exc, PeerClosed):
                     log.warning("plan %s: following the notifier at %s: %s", self.journal.plan, address, exc)
             except StateDoesNotFit as exc:  # asking again at once would not help

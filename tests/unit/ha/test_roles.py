@@ -89,3 +89,11 @@ def test_an_operators_move_hands_over_at_once_whatever_the_failback() -> None:
     b = PlanRole(PLAN, "b", T, failback_s=60.0)
     b.answered(0.0, granted("b", 2))
     assert b.tick(0.1, NODES, caught_up=True, pinned={PLAN: "a"}).action is Action.RELEASE
+
+
+def test_a_lease_its_holder_gave_up_is_asked_for_at_once_not_a_renewal_later() -> None:
+    a = PlanRole(PLAN, "a", T)  # preferred, but b kept the plan (failback) and a asked in vain
+    a.answered(0.0, granted("b", 2))
+    assert a.tick(0.1, NODES, caught_up=True).action is Action.NOTHING  # asked 0.1 s ago, b holds it
+    a.lease = Lease(PLAN, "b", 2, 0)  # b released it on a graceful stop
+    assert a.tick(0.1, NODES, caught_up=True).action is Action.ACQUIRE
