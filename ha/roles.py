@@ -29,7 +29,6 @@ from ha.lease import Holder, Timing
 from ha.placement import notifier
 from ha.ports import Lease
 
-
 ORPHANED_ASK_S = 0.05  # how often a lease whose holder left (or did not renew it) is asked for
 
 
