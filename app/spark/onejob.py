@@ -28,7 +28,7 @@ import engine
 from app.replay import default_start_time
 from app.spark.groups import Group
 from app.spark.reading import parse, raw_input, with_files
-from app.spark.tasks import Item, run_items
+from app.spark.tasks import Item, in_pieces, run_items
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -187,16 +187,8 @@ def _reduce_side(
         off = offsets[p]
         items.extend([(off + r, s, t, d) for r, s, t, d in batch])
     plan, outputs = plans[dest]
-    tags: list[Any] = []
-    lines: list[str] = []
-    piece = 0
-    for tag, _, line in run_items(plan, start, outputs, items, markers, checked=True):
-        tags.append(tag)
-        lines.append(line)
-        if len(lines) >= PIECE:
-            yield ("out", dest, piece, tags, lines)
-            tags, lines, piece = [], [], piece + 1
-    yield ("out", dest, piece, tags, lines)
+    for piece, tags, lines in in_pieces(run_items(plan, start, outputs, items, markers, checked=True), PIECE):
+        yield ("out", dest, piece, tags, lines)
     yield ("done", dest, offsets[-1] + ordered[-1].items if parts else 0)
 
 

@@ -34,7 +34,7 @@ from app.spark.groups import Group, plan_groups
 from app.spark.onejob import PIECE, Lane, run_one_job
 from app.spark.reading import input_files, input_format, parse, raw_input, with_files
 from app.spark.session import SparkRunError, spark_session
-from app.spark.tasks import Item, run_items
+from app.spark.tasks import Item, in_pieces, run_items
 
 if TYPE_CHECKING:
     from pyspark import RDD
@@ -273,16 +273,10 @@ def _run_group(
 
     def run(task: int, rows: Iterable[tuple[int, Item]]) -> Iterator[tuple[int, int, list[Any], list[str]]]:
         items = sorted((item for _, item in rows), key=_index)
-        tags: list[Any] = []
-        lines: list[str] = []
-        piece = 0
-        for tag, _, line in run_items(plan, start, outputs, items, markers, checked=True):
-            tags.append(tag)
-            lines.append(line)
-            if len(lines) >= PIECE:
-                yield task, piece, tags, lines
-                tags, lines, piece = [], [], piece + 1
-        yield task, piece, tags, lines
+        for piece, tags, lines in in_pieces(
+            run_items(plan, start, outputs, items, markers, checked=True), PIECE
+        ):
+            yield task, piece, tags, lines
 
     pieces = sorted(spread.mapPartitionsWithIndex(run).collect(), key=lambda p: (p[0], p[1]))
     per_task: list[list[tuple[Any, str]]] = [[] for _ in range(n)]

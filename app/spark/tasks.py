@@ -146,5 +146,20 @@ def run_items(
         rt.shutdown()
 
 
+def in_pieces(outputs: Iterable[Output], size: int) -> Iterator[tuple[int, list[Tag], list[str]]]:
+    """`(piece, tags, lines)` of at most `size` outputs each, numbered from 0, as a task sends
+    them to the driver; the last piece may be empty (a task with no output sends one)."""
+    tags: list[Tag] = []
+    lines: list[str] = []
+    piece = 0
+    for tag, _, line in outputs:
+        tags.append(tag)
+        lines.append(line)
+        if len(lines) >= size:
+            yield piece, tags, lines
+            tags, lines, piece = [], [], piece + 1
+    yield piece, tags, lines
+
+
 def decode(data: str) -> Any:
     return json.loads(data)
