@@ -11,13 +11,10 @@ import random
 from pathlib import Path
 from typing import Any
 
-import pytest
+import pandas as pd
 
 from app.spark.handoff import HandOff
-
-pd = pytest.importorskip("pandas")
-
-from app.spark.streaming import _TIMED_OUT, _in_order, _output_order  # noqa: E402
+from app.spark.streaming import _TIMED_OUT, _in_order, _output_order
 
 
 def _rows(events: list[tuple[int, str, int]]) -> Any:
