@@ -42,7 +42,7 @@ from app.node.outputs import OutputHub
 from app.node.snapshots import Restored, describe, persistent
 from app.node.spark_plans import SparkDriver, SparkPlan
 from app.registry import ExecutionPlan
-from app.registry.plans import StreamBinding, stream_bindings
+from app.registry.plans import BindsStreams, StreamBinding, stream_bindings
 from engine import Runtime
 from engine.events import Event
 
@@ -57,20 +57,12 @@ TICK_SECONDS = 0.02  # the longest a due timer waits when no event arrives
 
 
 @dataclass
-class Deployed:
+class Deployed(BindsStreams):
     plan: ExecutionPlan
     runtime: Runtime
     bindings: list[StreamBinding]
     fingerprint: str
     journal: PlanJournal | None = None
-
-    @property
-    def imports(self) -> list[StreamBinding]:
-        return [b for b in self.bindings if b.direction == "import"]
-
-    @property
-    def exports(self) -> list[StreamBinding]:
-        return [b for b in self.bindings if b.direction == "export"]
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ from app.node.outputs import OutputHub
 from app.node.spark_lease import Leadership, lease_key
 from app.persistence.errors import InputLogError
 from app.registry import ExecutionPlan
-from app.registry.plans import StreamBinding
+from app.registry.plans import BindsStreams, StreamBinding
 from app.spark.handoff import HandOff
 from engine import Runtime
 from engine.events import Event
@@ -196,7 +196,7 @@ class HubSink:
 
 
 @dataclass
-class SparkPlan:
+class SparkPlan(BindsStreams):
     """One plan text driven on Spark from this node."""
 
     plan: ExecutionPlan
@@ -222,14 +222,6 @@ class SparkPlan:
     @property
     def name(self) -> str:
         return self.plan.name
-
-    @property
-    def imports(self) -> list[StreamBinding]:
-        return [b for b in self.bindings if b.direction == "import"]
-
-    @property
-    def exports(self) -> list[StreamBinding]:
-        return [b for b in self.bindings if b.direction == "export"]
 
     @property
     def checkpoints(self) -> Path:

@@ -140,6 +140,20 @@ class StreamBinding:
     stream_id: str  # the registered stream, name:version
 
 
+class BindsStreams:
+    """A deployed plan's `bindings`, by direction."""
+
+    bindings: list[StreamBinding]
+
+    @property
+    def imports(self) -> list[StreamBinding]:
+        return [b for b in self.bindings if b.direction == "import"]
+
+    @property
+    def exports(self) -> list[StreamBinding]:
+        return [b for b in self.bindings if b.direction == "export"]
+
+
 def stream_bindings(app: engine.App) -> list[StreamBinding]:
     """Every `@Import`/`@Export` of a parsed plan, in the order of the text."""
     out = []

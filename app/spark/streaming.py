@@ -228,8 +228,7 @@ class AdapterSink:
     def deliver(self, events: list[Event], log_id: str, batch_id: int) -> None:
         records = [dict(zip(self.names, e.data, strict=True)) for e in events]
         source = f"{self.plan}/{self.stream}"
-        origins = [Origin(source, log_id, batch_id, n) for n in range(len(records))]
-        self.adapter.publish(records, origins=origins)
+        self.adapter.publish(records, origins=Origin(source, log_id, batch_id, 0))  # one run
         if not self.adapter.flush(timeout=60):
             msg = f"plan '{self.plan}': sink of stream '{self.stream}' did not write micro-batch {batch_id}"
             raise SparkRunError(msg)
