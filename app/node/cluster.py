@@ -65,6 +65,15 @@ class ClusterSettings:
     failback_s: float = 0.0  # a member that came back gets its plans after this long preferred
 
 
+def lease_lookup_interval(renew_s: float, now: float, stream_ended_at: float | None) -> float:
+    """How long a standby trusts what it last read of who holds a plan's lease: a renewal
+    interval, but 50 ms for `LOOK_CLOSELY_SECONDS` after the notifier's stream ended (it may
+    have released the lease on a graceful stop: take it over now, not a renewal later)."""
+    if stream_ended_at is not None and now - stream_ended_at < LOOK_CLOSELY_SECONDS:
+        return min(renew_s, 0.05)
+    return renew_s
+
+
 class NotifierFence:
     """The fence of a notifier's writes: its lease must hold on its own clock, and a database
     sink checks the epoch in the write's transaction (`EpochFence`)."""
@@ -451,10 +460,8 @@ class Cluster:
         """Where the plan's notifier is, as the registry said at most `renew_ms` ago."""
         lease = plan.role.lease
         now = time.monotonic()
-        every = self.settings.timing.renew_ms / 1000
-        follower = plan.follower
-        if follower is not None and now - follower.ended_at < LOOK_CLOSELY_SECONDS:
-            every = min(every, 0.05)  # the notifier's stream just ended: it may have released the lease
+        ended = plan.follower.ended_at if plan.follower is not None else None
+        every = lease_lookup_interval(self.settings.timing.renew_ms / 1000, now, ended)
         if lease is None or lease.holder == self.me or now - plan.looked_up >= every:
             try:
                 lease = self._leases.current(plan.name)
