@@ -48,7 +48,7 @@ from engine.errors import AdapterError
 
 log = logging.getLogger(__name__)
 
-_ACCEPT_POLL_SECONDS = 0.5
+_ACCEPT_POLL_SECONDS = 0.05  # at worst, how late an accept thread sees a stop (a shutdown wakes it at once)
 _ACCEPT_PAUSE_SECONDS = 1.0
 _NOTE_INTERVAL = 10.0
 _NOTE_KEYS = 10_000

@@ -50,6 +50,11 @@ log = logging.getLogger(__name__)
 RELAY_WAIT_SECONDS = 5.0  # how long a bundle for a plan without a reachable notifier waits for one
 LOOK_CLOSELY_SECONDS = 2.0  # after the notifier's stream ends, who holds the lease is read every 50 ms
 WATERMARK_FLUSH_SECONDS = 30.0  # a sink behind by seconds delays the report, it must not stop it
+# A graceful stop waits this long for the adapters before it hands its plans over: a sink that
+# is slower does not hold the standbys back. What is not written by then the next notifier
+# delivers again (the RDBMS adapter skips what the table has; the old notifier's late writes
+# are refused by the sink's fence once the next one raised it).
+HANDOVER_FLUSH_SECONDS = 0.1
 
 
 @dataclass(frozen=True)
@@ -164,6 +169,8 @@ class Cluster:
         self._relays: dict[str, Connection] = {}
         self._relay_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
+        self._round = threading.Lock()  # held by a role round
+        self._nudge = threading.Event()  # a role round now: a notifier's stream ended, a member left
         self._started = 0.0
         self._incarnation = uuid.uuid4().hex[:12]  # this process: relay ids never repeat across restarts
         self._relay_ids = itertools.count(1)
@@ -193,6 +200,10 @@ class Cluster:
     def stop(self) -> None:
         """Give up every lease (the standbys take over at once) and leave the cluster."""
         self._stop.set()
+        self._nudge.set()
+        with self._round:  # a role round under way may be renewing a lease: not after it is released
+            pass
+        self._flush(HANDOVER_FLUSH_SECONDS)
         with self._lock:
             plans = list(self._plans.values())
         for plan in plans:
@@ -293,16 +304,26 @@ class Cluster:
     # ---- roles -----------------------------------------------------------------------------------
 
     def _roles(self) -> None:
-        self._forever(min(self.settings.timing.renew_ms / 1000 / 2, 0.05), self._role_round, "the role loop")
+        period = min(self.settings.timing.renew_ms / 1000 / 2, 0.05)
+        self._forever(period, self._role_round, "the role loop", wake=self._nudge)
 
     def _role_round(self) -> None:
-        with self._lock:
-            plans = list(self._plans.values())
-        for plan in plans:
-            try:
-                self._decide(plan)
-            except Exception:
-                log.exception("plan %s: the role loop failed", plan.name)
+        with self._round:
+            if self._stop.is_set():
+                return
+            with self._lock:
+                plans = list(self._plans.values())
+            for plan in plans:
+                try:
+                    self._decide(plan)
+                except Exception:
+                    log.exception("plan %s: the role loop failed", plan.name)
+
+    def _stream_ended(self, plan: _Plan) -> None:
+        """The notifier's stream to this standby ended (it stopped, died, or handed over): read
+        who holds the lease and decide now, not at the next round."""
+        plan.looked_up = 0.0
+        self._nudge.set()
 
     def _decide(self, plan: _Plan) -> None:
         now = time.monotonic()
@@ -317,7 +338,7 @@ class Cluster:
             others_alive = [m for m in candidates if m != self.me]
             if others_alive and pinned.get(plan.name) not in others_alive:
                 pinned[plan.name] = ranking(plan.name, others_alive)[0]
-        if plan.role.lease is None:
+        if plan.role.lease is None or plan.looked_up == 0.0:  # never read, or the notifier's stream ended
             self._notifier_address(plan)  # who holds the lease (None: it was never granted)
         known = plan.role.lease
         caught_up = follower is None or follower.caught_up or known is None or known.holder == self.me
@@ -436,7 +457,13 @@ class Cluster:
             return
         plan.journal.follow(self._relay_for(plan.name))  # waits for a bundle being sequenced
         if drain and plan.sequencer is not None:
-            plan.sequencer.drain(plan.journal.position, self.settings.timing.margin_ms / 1000)
+            position = plan.journal.position
+            if not plan.sequencer.drain(position, self.settings.timing.margin_ms / 1000):
+                log.warning(
+                    "plan %s: the standbys did not confirm position %d within %d ms; handing over anyway "
+                    "(a standby that lacks it may not take over)",
+                    plan.name, position, self.settings.timing.margin_ms,
+                )  # fmt: skip
         plan.gate.close()
         if plan.sequencer is not None:
             plan.sequencer.close()
@@ -454,6 +481,7 @@ class Cluster:
             notifier=lambda: self._notifier_address(plan),
             connect=lambda address: connect(address, self.me, "replicate", self.settings.secret),
             install=lambda blob: self._install(plan.name, blob),
+            ended=lambda: self._stream_ended(plan),
         )
 
     def _notifier_address(self, plan: _Plan) -> str | None:
@@ -570,11 +598,20 @@ class Cluster:
                 self._links[address] = link
                 link.start()
 
-    def _forever(self, period: float, step: Callable[[], object], what: str) -> None:
-        """Run `step` every `period` s until stopped; a failure is logged (at most every 10 s)
-        and the loop goes on: a background duty that dies silently would look like a dead node."""
+    def _forever(
+        self, period: float, step: Callable[[], object], what: str, wake: threading.Event | None = None
+    ) -> None:
+        """Run `step` every `period` s (and whenever `wake` is set) until stopped; a failure is
+        logged (at most every 10 s) and the loop goes on: a background duty that dies silently
+        would look like a dead node."""
         failures = Throttle(10.0)
-        while not self._stop.wait(period):
+        while True:
+            if wake is None:
+                self._stop.wait(period)
+            elif wake.wait(period):
+                wake.clear()
+            if self._stop.is_set():
+                return
             try:
                 step()
             except Exception:
@@ -640,6 +677,7 @@ class Cluster:
                 last = self._inbound[peer] == 0
             if died and last and not self._stop.is_set():
                 self.membership.lost(peer)
+                self._nudge.set()
                 log.info("cluster member %s left (its connection closed)", peer)
 
     def _heard(self, peer: str, header: Header) -> None:

@@ -321,7 +321,8 @@ class Follower:
     """A standby's subscription to its plan's notifier, kept up by a thread until `stop`.
 
     `notifier()` names where the notifier is reachable (None: none known yet); `connect(address)`
-    opens a connection to it; `install(blob)` replaces the plan's state with the notifier's.
+    opens a connection to it; `install(blob)` replaces the plan's state with the notifier's;
+    `ended()` is called when a subscription ends (the notifier may have handed over or died).
     """
 
     def __init__(
@@ -331,12 +332,14 @@ class Follower:
         notifier: Callable[[], str | None],
         connect: Callable[[str], Connection],
         install: Callable[[bytes], Any],
+        ended: Callable[[], object] = lambda: None,
     ) -> None:
         self.journal = journal
         self.gate = gate
         self._notifier = notifier
         self._connect = connect
         self._install = install
+        self._ended = ended
         self._stop = threading.Event()
         self._connection: Connection | None = None
         self.live = False  # receiving the notifier's records as it appends them
@@ -388,6 +391,7 @@ class Follower:
                 if self._connection is not None:
                     self.ended_live = self.live
                     self.ended_at = time.monotonic()
+                    self._ended()
                 if not isinstance(exc, PeerClosed):
                     log.warning("plan %s: following the notifier at %s: %s", self.journal.plan, address, exc)
             except StateDoesNotFit as exc:  # asking again at once would not help
