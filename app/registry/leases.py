@@ -2,17 +2,27 @@
 
 One row per plan in `cep_leases`: holder, epoch, and when the lease expires in milliseconds on
 the *database's* clock (`expires_ms`), so the nodes' clocks never decide who holds a lease.
-`acquire` is one transaction: a conditional UPDATE that succeeds only for the holder or once
-the lease has expired (the row lock makes two nodes' requests take turns), else an INSERT for
-a plan never leased, else nothing; then the row as it stands. `take_over` is the same
+`acquire` is a conditional UPDATE that succeeds only for the holder or once the lease has
+expired (the row lock makes two nodes' requests take turns), else an INSERT for a plan never
+leased, else nothing; then a read of the row as it stands. `take_over` is the same
 conditional UPDATE on the dead holder and its epoch instead of the expiry. Both grant the lease
 to a node that does not hold it only if its log covers the row's `required_term`/`required_position`
 (see `ha.ports.LeaseStore`), checked in the same UPDATE. Leases are not registry entities: writing
 them moves no revision. Imports the registry's tables and `ha`.
+
+On MySQL/MariaDB and PostgreSQL each of these statements commits on its own: the row lock an
+UPDATE takes ends with that statement, on the server. In one transaction a node frozen between
+its UPDATE and its COMMIT (SIGSTOP, a paused VM) would hold the row, and so block every other
+node's request for the lease, for as long as it stays frozen. Reading the row after the UPDATE
+rather than in its transaction is safe: the answer can only be newer, and a lease the reader
+was granted but sees taken meanwhile (it was frozen past its expiry) counts as not held.
+SQLite serialises writers anyway: there the statements share one transaction.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -72,7 +82,7 @@ class RegistryLeases:
         self, plan: str, node: str, ttl_ms: int, held: LogPosition | None, require: LogPosition | None
     ) -> Lease:
         t, c = schema.leases, schema.leases.c
-        with self.registry.writing() as conn:
+        with self._statements() as conn:
             now = now_ms(conn.dialect.name)
             renewal = sa.and_(c.holder == node, c.expires_ms > now)
             raised: list[tuple[Any, Any]] = []
@@ -97,11 +107,13 @@ class RegistryLeases:
                 )
             )
             if granted.rowcount == 0 and self._row(conn, plan) is None:  # never leased
+                insert = sa.insert(t).values(plan=plan, holder=node, epoch=1, expires_ms=now + ttl_ms)
                 try:
-                    with conn.begin_nested():  # a node inserting it first leaves our transaction usable
-                        conn.execute(
-                            sa.insert(t).values(plan=plan, holder=node, epoch=1, expires_ms=now + ttl_ms)
-                        )
+                    if conn.dialect.name == "sqlite":
+                        with conn.begin_nested():  # a node inserting it first leaves the transaction usable
+                            conn.execute(insert)
+                    else:
+                        conn.execute(insert)
                 except sa_exc.IntegrityError:
                     pass  # another node leased it first: the row says who
             lease = self._row(conn, plan)
@@ -113,7 +125,7 @@ class RegistryLeases:
     ) -> Lease:
         _check_ttl(ttl_ms)
         t, c = schema.leases, schema.leases.c
-        with self.registry.writing() as conn:
+        with self._statements() as conn:
             now = now_ms(conn.dialect.name)
             conn.execute(
                 sa.update(t)
@@ -127,7 +139,7 @@ class RegistryLeases:
 
     def release(self, plan: str, node: str) -> bool:
         c = schema.leases.c
-        with self.registry.writing() as conn:
+        with self._statements() as conn:
             ended = conn.execute(
                 sa.update(schema.leases)
                 .where(c.plan == plan, c.holder == node)
@@ -166,6 +178,18 @@ class RegistryLeases:
                 )
             ).all()
         return [_lease(r[0], r[1:]) for r in rows]
+
+    @contextmanager
+    def _statements(self) -> Iterator[sa.Connection]:
+        """A connection on which each statement commits on its own (SQLite: one write
+        transaction); see the module."""
+        if self.registry.engine.dialect.name == "sqlite":
+            with self.registry.writing() as conn:
+                yield conn
+            return
+        with self.registry.engine.connect() as conn:
+            conn.execution_options(isolation_level="AUTOCOMMIT")
+            yield conn
 
     @staticmethod
     def _row(conn: sa.Connection, plan: str) -> Lease | None:

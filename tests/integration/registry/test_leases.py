@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
 
 from app.registry import Registry
 from app.registry.leases import RegistryLeases
 from ha.ports import LogPosition
+from tests.support.databases import isolated_database
 
 
 def test_the_first_node_gets_the_lease_and_the_second_waits_for_it_to_expire(registry: Registry) -> None:
@@ -151,3 +156,50 @@ def test_an_operator_may_drop_what_an_expired_lease_requires(registry: Registry)
     taken = leases.acquire("pizza", "node-b", ttl_ms=60_000, held=LogPosition(2, 8))
     assert (taken.holder, taken.epoch, taken.required) == ("node-b", 2, None)
     assert leases.accept_loss("never") is None
+
+
+@pytest.fixture(params=["mysql", "postgres"])
+def server_registry_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    with isolated_database(request.getfixturevalue(f"{request.param}_url")) as url:
+        registry = Registry(url)
+        registry.migrate()
+        registry.close()
+        yield url
+
+
+def test_a_node_frozen_in_the_middle_of_a_lease_request_blocks_no_other_node(
+    server_registry_url: str,
+) -> None:
+    """A holder frozen (SIGSTOP, a paused VM) right after its renewal's UPDATE, before it read
+    the row back, must not hold the lease's row lock: once the lease expires another node gets
+    it at once. (SQLite serialises writers instead: a frozen writer holds the file's lock.)"""
+    frozen = threading.Event()
+    thaw = threading.Event()
+    registry = Registry(server_registry_url)
+    other = Registry(server_registry_url)  # the frozen node's own connections
+
+    def freeze_after_update(conn: object, cursor: object, statement: str, *_: object) -> None:
+        if statement.lstrip().upper().startswith("UPDATE") and not frozen.is_set():
+            frozen.set()
+            thaw.wait(10)
+
+    renewing = threading.Thread(
+        target=RegistryLeases(other).acquire, args=("pizza", "node-a", 300), daemon=True
+    )
+    try:
+        RegistryLeases(other).acquire("pizza", "node-a", ttl_ms=300)
+        sa.event.listen(other.engine, "after_cursor_execute", freeze_after_update)
+        renewing.start()
+        assert frozen.wait(5)
+        time.sleep(0.4)  # the renewed lease runs out while its holder is still frozen
+        started = time.monotonic()
+        taken = RegistryLeases(registry).acquire("pizza", "node-b", ttl_ms=300)
+        waited = time.monotonic() - started
+        assert (taken.holder, taken.epoch) == ("node-b", 2)
+        assert waited < 1.0, f"node-b waited {waited:.1f} s for the frozen node's row lock"
+    finally:
+        thaw.set()
+        if renewing.ident is not None:
+            renewing.join(5)  # its last read, before the database goes
+        other.close()
+        registry.close()
