@@ -79,6 +79,7 @@ def _bucketing(lane: Lane) -> Route:
     keyed_by = g.keyed_by
     keys = {s: fn for s in g.inputs if (fn := rt.partition_keys_function(keyed_by, s)) is not None}
     memo: dict[Any, int] = {}
+    alone: dict[Any, list[int]] = {}  # a key -> [its bucket], shared by its events (read only)
 
     def bucket(key: Any) -> int:
         try:
@@ -89,14 +90,27 @@ def _bucketing(lane: Lane) -> Route:
             b = first + zlib.crc32(repr(key).encode()) % n
         return b
 
+    def dests(ks: list[Any]) -> list[int]:
+        if len(ks) == 1:  # most events: one key, seen before
+            try:
+                return alone[ks[0]]
+            except KeyError:
+                d = alone[ks[0]] = [bucket(ks[0])]
+                return d
+            except TypeError:
+                pass
+        return [bucket(k) for k in ks]
+
     def by_key(items: list[Item]) -> list[list[int]]:
         out: list[list[int]] = [[]] * len(items)
         for stream, fn in keys.items():
+            if items and all(it[1] == stream for it in items):  # one stream: no index to keep
+                return list(map(dests, fn([it[3] for it in items], [it[2] for it in items])))
             at = [i for i, it in enumerate(items) if it[1] == stream]
             if at:
                 found = fn([items[i][3] for i in at], [items[i][2] for i in at])
                 for i, ks in zip(at, found, strict=True):
-                    out[i] = [bucket(k) for k in ks]
+                    out[i] = dests(ks)
         return out
 
     return by_key

@@ -21,13 +21,16 @@ from __future__ import annotations
 
 import heapq
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 import engine
 from app.replay import event_line
-from engine.events import RESET, Chunk
+from engine.events import CURRENT, RESET, Chunk
 from engine.runtime.clock import Scheduler
+from engine.types import AttrType
 
 Item = tuple[int, str | None, int, Any]  # index, stream (None: a marker), timestamp, data
 Tag = tuple[Any, ...]
@@ -35,6 +38,7 @@ Output = tuple[Tag, int, str]  # tag, emission order in the task, the JSON line
 
 _AFTER = 2**62  # sorts after anything a context emits: a timer due before it was set
 _START: Tag = (-(2**62),)  # what the runtime's starters do comes first
+RUN = 1024  # chunks per `send_chunks`: a task's outputs stay a stream of bounded pieces
 
 
 class Tagger:
@@ -77,20 +81,93 @@ class Tagger:
         self.ctx, self.n = saved
 
 
+# a value's JSON text as json.dumps writes it, for values of exactly these types
+_PLAIN: dict[AttrType, tuple[str, str]] = {  # attribute type -> (the value's type, its text)
+    AttrType.STRING: ("str", "{esc(%s)}"),
+    AttrType.INT: ("int", "{%s}"),
+    AttrType.LONG: ("int", "{%s}"),
+    AttrType.FLOAT: ("float", "{%s!r}"),
+    AttrType.DOUBLE: ("float", "{%s!r}"),
+}
+
+
+def line_writer(stream: str, kind: int, types: list[AttrType]) -> Callable[[int, Any], str]:
+    """`event_line(stream, t, kind, row)` for one stream and kind, with a fast path for rows
+    whose values all have exactly their attribute's type (str, int, finite float), as most
+    do: the line put together from the values' own JSON text, as the encoder writes it
+    (`encode_basestring_ascii`, `int.__repr__`, `float.__repr__`). Any other row, or a
+    timestamp that is not an int: `event_line` itself."""
+    if not types or any(t not in _PLAIN for t in types):
+        return partial(_event_line, stream, kind)
+    names = [f"a{n}" for n in range(len(types))]
+    tests = []
+    for a, t in zip(names, types, strict=True):
+        tests.append(f"type({a}) is {_PLAIN[t][0]}")
+        if _PLAIN[t][0] == "float":
+            tests.append(f"{a} - {a} == 0.0")  # finite (inf - inf and nan - nan are nan)
+    data = ", ".join(_PLAIN[t][1] % a for a, t in zip(names, types, strict=True))
+    # the text around the timestamp and the data: event_line's own, for this stream and kind
+    probe = event_line("s", 0, kind, [])  # '{"stream": "s", "timestamp": 0, "type": .., "data": []}'
+    after = probe[probe.index(" 0, ") + 2 : -3]
+    full = event_line(stream, 0, kind, [])
+    before = full[: len(full) - len("0" + after + "[]}")]
+    assert full == f"{before}0{after}[]}}" and after.startswith(", ")
+    src = (
+        "def line(t, row):\n"
+        f"    if type(t) is int and len(row) == {len(types)}:\n"
+        f"        {', '.join(names)}, = row\n"
+        f"        if {' and '.join(tests)}:\n"
+        f"            return f'{{BEFORE}}{{t}}{{AFTER}}[{data}]}}}}'\n"
+        "    return slow(stream, kind, t, row)\n"
+    )
+    ns: dict[str, Any] = {
+        "esc": encode_basestring_ascii,
+        "slow": _event_line,
+        "stream": stream,
+        "kind": kind,
+        "BEFORE": before,
+        "AFTER": after,
+    }
+    exec(compile(src, f"<line {stream}>", "exec"), ns)  # noqa: S102 - generated from the plan's types
+    line: Callable[[int, Any], str] = ns["line"]
+    return line
+
+
+def _event_line(stream: str, kind: int, t: int, row: Any) -> str:
+    return event_line(stream, t, kind, row)
+
+
 class _TaggedRecorder:
     """Writes each emitted event as `cepheus run` does, and keeps it with its tag."""
 
-    def __init__(self, tagger: Tagger, out: list[Output]) -> None:
+    def __init__(self, tagger: Tagger, out: list[Output], rt: engine.Runtime) -> None:
         self.tagger = tagger
         self.outputs = out
+        self._rt = rt
+        self._writers: dict[tuple[str, int], Callable[[int, Any], str]] = {}
+
+    def _writer(self, stream: str, kind: int) -> Callable[[int, Any], str]:
+        w = self._writers.get((stream, kind))
+        if w is None:
+            types = [t for _, t in self._rt.attributes(stream)]
+            w = self._writers[(stream, kind)] = line_writer(stream, kind, types)
+        return w
 
     def __call__(self, stream: str, chunk: Chunk) -> None:
-        kinds, out, next_tag = chunk.kinds, self.outputs, self.tagger.next_tag
-        for i, (t, row) in enumerate(zip(chunk.ts, chunk.rows, strict=True)):
-            tag = next_tag()
-            kind = 0 if kinds is None else kinds[i]
-            if kind != RESET:
-                out.append((tag, len(out), event_line(stream, t, kind, row)))
+        kinds, out, tagger = chunk.kinds, self.outputs, self.tagger
+        ctx, n = tagger.ctx, tagger.n  # as tagger.next_tag() per event
+        if kinds is None:
+            write = self._writers.get((stream, CURRENT)) or self._writer(stream, CURRENT)
+            for t, row in zip(chunk.ts, chunk.rows, strict=True):
+                n += 1
+                out.append(((*ctx, n), len(out), write(t, row)))
+        else:
+            for t, row, kind in zip(chunk.ts, chunk.rows, kinds, strict=True):
+                n += 1
+                if kind != RESET:
+                    write = self._writers.get((stream, kind)) or self._writer(stream, kind)
+                    out.append(((*ctx, n), len(out), write(t, row)))
+        tagger.n = n
 
 
 def _index(item: Item) -> int:
@@ -108,39 +185,57 @@ def run_items(
 ) -> Iterator[Output]:
     """Run `plan` (its text, or a runtime just compiled or restored) over `items` (sorted
     by index) and `markers` (every clock marker of the input, sorted); yield what reaches
-    `outputs`, tagged. `checked`: the items' data are rows `check_row` returned already."""
+    `outputs`, tagged. `checked`: the items' data are rows `check_row` returned already.
+
+    Consecutive chunks of one stream go in as a run, through `Runtime.send_chunks` (one
+    lock hold for the run, the same chunks, clock and timers as one `send` each)."""
     rt = engine.compile(plan, start_time=start_time) if isinstance(plan, str) else plan
     tagger = Tagger(rt._scheduler)
     emitted: list[Output] = []
-    recorder = _TaggedRecorder(tagger, emitted)
+    recorder = _TaggedRecorder(tagger, emitted, rt)
     for name in outputs:
         rt.subscribe_chunks(name, recorder)
-    check, send, enter = rt.check_row, rt.send, tagger.enter
-    rows: list[Any] = []  # the pending chunk: consecutive events of one stream and timestamp
-    first = last = -1
+    check, enter, send_chunks = rt.check_row, tagger.enter, rt.send_chunks
+    chunks: list[tuple[int, list[Any]]] = []  # the run: chunks of stream `into`, not sent yet
+    contexts: list[Tag] = []  # each chunk's context: (timestamp, 1, index of its first event)
+    at = contexts.__getitem__
+
+    def before(i: int) -> None:
+        enter(at(i))
+
+    rows: list[Any] | None = None  # the run's last chunk: more events may join it
     into: str | None = None
+    last = -1
     ts = 0
     for idx, stream, t, data in heapq.merge(items, markers, key=_index) if markers else items:
-        if rows and not (stream == into and t == ts and idx == last + 1):
-            enter((ts, 1, first))
-            assert into is not None
-            send(into, rows if checked else [check(into, d) for d in rows], timestamps=ts)
-            rows = []
         if stream is None:
+            if chunks:
+                assert into is not None
+                send_chunks(into, chunks, before)
+                chunks.clear()
+                contexts.clear()
+                rows = None
             enter((t, 1, idx))
             rt.advance_to(t)
+        elif rows is not None and stream == into and t == ts and idx == last + 1:
+            rows.append(data if checked else check(stream, data))
         else:
-            if not rows:
-                first, into, ts = idx, stream, t
-            rows.append(data)
-            last = idx
+            if chunks and (stream != into or len(chunks) >= RUN):
+                assert into is not None
+                send_chunks(into, chunks, before)
+                chunks.clear()
+                contexts.clear()
+            rows = [data if checked else check(stream, data)]
+            chunks.append((t, rows))
+            contexts.append((t, 1, idx))
+            into, ts = stream, t
+        last = idx
         if emitted:
             yield from emitted
             emitted.clear()
-    if rows:
-        enter((ts, 1, first))
+    if chunks:
         assert into is not None
-        send(into, rows if checked else [check(into, d) for d in rows], timestamps=ts)
+        send_chunks(into, chunks, before)
     yield from emitted
     if isinstance(plan, str):
         rt.shutdown()
