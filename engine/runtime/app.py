@@ -185,8 +185,7 @@ class Runtime:
             return
         j = self._junction(stream)
         floats = self._float_columns.get(stream)
-        clock, scheduler, publish = self._clock, self._scheduler, j.publish
-        assert isinstance(clock, PlaybackClock)
+        scheduler, publish, pass_time = self._scheduler, j.publish, self._pass_time
         with self._lock, GcPause():
             for i, (t, rows) in enumerate(chunks):
                 if not rows:
@@ -199,14 +198,7 @@ class Runtime:
                 if not self._started:
                     self._start(t if self._start_time is None else self._start_time)
                 scheduler.floor = t
-                # _pass_time(t, t), inlined
-                due = scheduler.next_due()
-                while due is not None and due <= t:
-                    clock.observe(due)
-                    scheduler.fire_until(clock.now())
-                    due = scheduler.next_due()
-                clock.observe(t)
-                scheduler.fire_until(clock.now())
+                pass_time(t, t)
                 data = (
                     rows
                     if isinstance(rows, list) and isinstance(rows[0], tuple)
