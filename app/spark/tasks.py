@@ -203,6 +203,12 @@ def run_items(
     def before(i: int) -> None:
         enter(at(i))
 
+    def send_run() -> None:
+        assert into is not None
+        send_chunks(into, chunks, before)
+        chunks.clear()
+        contexts.clear()
+
     rows: list[Any] | None = None  # the run's last chunk: more events may join it
     into: str | None = None
     last = -1
@@ -210,10 +216,7 @@ def run_items(
     for idx, stream, t, data in heapq.merge(items, markers, key=_index) if markers else items:
         if stream is None:
             if chunks:
-                assert into is not None
-                send_chunks(into, chunks, before)
-                chunks.clear()
-                contexts.clear()
+                send_run()
                 rows = None
             enter((t, 1, idx))
             rt.advance_to(t)
@@ -221,10 +224,7 @@ def run_items(
             rows.append(data if checked else check(stream, data))
         else:
             if chunks and (stream != into or len(chunks) >= RUN):
-                assert into is not None
-                send_chunks(into, chunks, before)
-                chunks.clear()
-                contexts.clear()
+                send_run()
             rows = [data if checked else check(stream, data)]
             chunks.append((t, rows))
             contexts.append((t, 1, idx))
@@ -234,8 +234,7 @@ def run_items(
             yield from emitted
             emitted.clear()
     if chunks:
-        assert into is not None
-        send_chunks(into, chunks, before)
+        send_run()
     yield from emitted
     if isinstance(plan, str):
         rt.shutdown()
