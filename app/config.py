@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import socket
 import tomllib
 import types
 import typing
@@ -71,7 +72,7 @@ class Thrift:
 
 @dataclass(frozen=True)
 class Http:
-    """The HTTP port (the console port): event receiver, `/health`; limits of `app.node.http_server`."""
+    """The HTTP port (the console port): event receiver, `/health`; limits of `app.http.server`."""
 
     enabled: bool = True  # POST /events/<stream>:<version>, when the registry has no http receiver entry
     max_request_bytes: int = 16 * 1024 * 1024
@@ -88,7 +89,7 @@ class Http:
 
 @dataclass(frozen=True)
 class Login:
-    """Throttling of password checks (Thrift connect, HTTP basic): see `app.node.auth`."""
+    """Throttling of password checks (Thrift connect, HTTP basic): see `app.auth`."""
 
     max_failures: int = 5  # failed logins per address (and per user) within the window before a lockout
     window_seconds: float = 60.0
@@ -110,7 +111,7 @@ class Adapters:
 
 @dataclass(frozen=True)
 class Cluster:
-    """Membership of redundant-node clusters (`app.node.cluster`): on when `wka` lists members."""
+    """Membership of redundant-node clusters (`app.cluster.member`): on when `wka` lists members."""
 
     host: str = "0.0.0.0"
     port: int = 4000
@@ -149,7 +150,7 @@ class Persistence:
 
 @dataclass(frozen=True)
 class Spark:
-    """Plans with `distributed_mode = "spark"` driven from this node (`app.node.spark_plans`)."""
+    """Plans with `distributed_mode = "spark"` driven from this node (`app.spark.driver`)."""
 
     enabled: bool = False  # off: such plans are left to the nodes that have it on ("elsewhere")
     master: str = "local[*]"  # or spark://head:7077
@@ -218,8 +219,6 @@ class Config:
     def node_id(self) -> str:
         if self.node.id:
             return self.node.id
-        import socket
-
         return f"{socket.gethostname()}:{self.console_port}"
 
 

@@ -1,9 +1,9 @@
 """`create_app(config, services)`: the one Flask app of a node's HTTP port.
 
 It serves the node's own endpoints (`/health`, the HTTP event receiver, snapshots on request:
-`app.node.web`), the management console's pages at `/` (login at `/login`), its JSON API under
+`app.http.web`), the management console's pages at `/` (login at `/login`), its JSON API under
 `/api/v1/` with its OpenAPI document, and `/metrics`, `/livez`, `/readyz`. The node serves it
-in-process on its console port (`app.node.http_server`).
+in-process on its console port (`app.http.server`).
 
 `web_tier()` is the same console without a node, for a separate web tier (`conf/gunicorn.conf.py`
 runs it under gunicorn): pages and API over the registry (streams, plans, connectors, users,
@@ -22,6 +22,7 @@ import flask_login  # type: ignore[import-untyped]
 from flask import Flask
 
 from app import config as app_config
+from app.auth import Credentials, login_throttle
 from app.config import Config
 from app.console.api import api_blueprint
 from app.console.openapi import openapi_blueprint
@@ -29,7 +30,8 @@ from app.console.principal import load_session_user
 from app.console.security import secure
 from app.console.services import ConsoleServices
 from app.console.views import views_blueprint
-from app.node.web import create_web_app
+from app.http.web import create_web_app
+from app.registry import Registry
 
 
 def create_app(config: Config, services: ConsoleServices) -> Flask:
@@ -54,10 +56,6 @@ def create_app(config: Config, services: ConsoleServices) -> Flask:
 def web_tier(config_path: str | None = None) -> Flask:
     """The console of the registry named by `config_path` (default: `$CEPHEUS_CONFIG`, else the
     configuration `cepheus server` would read), served without a node."""
-    from app.node.auth import Credentials
-    from app.node.node import login_throttle
-    from app.registry import Registry
-
     cfg = app_config.load(config_path or os.environ.get("CEPHEUS_CONFIG") or None)
     registry = Registry(cfg.registry.url)
     registry.check_schema()

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 from ha.ports import Lease
 
+LOOK_CLOSELY_SECONDS = 2.0  # after the notifier's stream ends, who holds the lease is read every 50 ms
+
 
 @dataclass(frozen=True)
 class Timing:
@@ -86,3 +88,12 @@ class Holder:
     def step_down(self) -> None:
         """Stop notifying now (released, or moved to another node on request)."""
         self._deadline = None
+
+
+def lease_lookup_interval(renew_s: float, now: float, stream_ended_at: float | None) -> float:
+    """How long a standby trusts what it last read of who holds a plan's lease: a renewal
+    interval, but 50 ms for `LOOK_CLOSELY_SECONDS` after the notifier's stream ended (it may
+    have released the lease on a graceful stop: take it over now, not a renewal later)."""
+    if stream_ended_at is not None and now - stream_ended_at < LOOK_CLOSELY_SECONDS:
+        return min(renew_s, 0.05)
+    return renew_s

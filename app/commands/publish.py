@@ -33,7 +33,7 @@ from adapters.thrift import (
 from adapters.wording import counted
 from app.commands.registry import config_option, registry_from_config
 from app.node.catalog import KnownStream, known
-from app.node.journal import wall_ms
+from app.persistence.journal import wall_ms
 from app.publishing import FORMATS, PublishInputError, read_events, stream_from_definition
 from engine.errors import CEPError, ConfigError
 

@@ -3,7 +3,7 @@
 `list [PLAN]` and `discard PLAN (--id N | --all)` read the registry of the node
 configuration (`--config`, as the registry commands) and need no running node. `take PLAN`
 and `restore PLAN ID` ask a running node (`--url`, default its HTTP port on 127.0.0.1 from
-the configuration) through `app.node.http_snapshots`. Register `snapshot` on the main group.
+the configuration) through `app.node.snapshot_requests`. Register `snapshot` on the main group.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import click
 from adapters.wording import counted
 from app.commands.node_client import NodeRefused, post_json
 from app.commands.registry import config_option, load_config, registry_from_config
-from app.node.snapshots import describe
+from app.persistence.snapshot_keeper import describe
 from app.registry.snapshots import RegistrySnapshots
 from engine import RestoreReport
 from engine.errors import CEPError

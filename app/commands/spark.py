@@ -50,7 +50,7 @@ def read_status(checkpoint_dir: str) -> dict[str, Any]:
 def plan_checkpoints(plan: str, config_path: str | None) -> str:
     """The checkpoint directory of `plan` under the node's `[spark] dir`: of the text that
     wrote its status last (each text of a plan has a directory of its own)."""
-    from app.node.spark_plans import CHECKPOINTS, plan_directory
+    from app.spark.driver import CHECKPOINTS, plan_directory
     from app.spark.streaming import STATUS_FILE
 
     try:

@@ -2,7 +2,7 @@
 
 The console's pages log in with a session cookie (Flask-Login); scripts call the JSON API with
 a bearer token (`Authorization: Bearer cep_...`, see `app.registry.tokens`) or, as the node's
-other endpoints, HTTP basic credentials (checked and throttled by `app.node.auth.Credentials`).
+other endpoints, HTTP basic credentials (checked and throttled by `app.auth.Credentials`).
 The role is read from the registry on every request, so a change of role or a deleted user
 takes effect at once; a session also ends when its user's password changes.
 """
@@ -18,8 +18,8 @@ from flask import Response, request
 
 from adapters.addresses import client_key
 from adapters.http.replies import json_error
-from app.node.auth import Credentials
-from app.node.http_api import login_refusal
+from app.auth import Credentials
+from app.http.basic_auth import login_refusal
 from app.registry import Registry
 from app.registry.users import User
 

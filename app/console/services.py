@@ -13,7 +13,7 @@ from typing import Any
 
 from flask import Blueprint
 
-from app.node.auth import Credentials
+from app.auth import Credentials
 from app.registry import Registry
 
 Rows = list[tuple[Any, ...]]
@@ -37,7 +37,7 @@ class ConsoleServices:
     # raises LookupError (no such plan here), engine.QueryError (a bad query), and
     # `app.node.errors.OnDemandRefused` (a change the plan cannot take, e.g. one with an input log)
     query: Callable[[str, str], tuple[list[str], list[list[Any]]]] | None = None
-    # a plan's snapshots: list, take now, restore one (`app.node.http_snapshots.SnapshotRequests`)
+    # a plan's snapshots: list, take now, restore one (`app.node.snapshot_requests.SnapshotRequests`)
     snapshots: Any = None
     # the plans this node drives on Spark: plan → state, application, inflow, outflow, queries
     # (`PlanManager.spark_status`); None: [spark] is off here

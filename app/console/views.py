@@ -20,11 +20,11 @@ from urllib.parse import urlsplit
 import flask_login  # type: ignore[import-untyped]
 from flask import Blueprint, Response, flash, redirect, render_template, request, session, url_for
 
+from app.auth import Outcome as LoginOutcome
 from app.console import operation_pages, registry_pages, user_pages
 from app.console.pages import Page, me
 from app.console.principal import SessionUser
 from app.console.services import ConsoleServices
-from app.node.auth import Outcome as LoginOutcome
 
 
 def views_blueprint(services: ConsoleServices) -> Blueprint:

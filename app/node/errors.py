@@ -22,23 +22,3 @@ class UnknownPlan(CEPError):
 class OnDemandRefused(CEPError):
     """An on-demand query the plan cannot take here (a change of a plan run through an input
     log, whose members or recovery would not see it)."""
-
-
-class StateDoesNotFit(CEPError):
-    """A redundant plan's state from its notifier does not fit this member's plan whole (the
-    members run different versions of Cepheus, or of the plan): this member cannot stand in
-    for the notifier until they match."""
-
-    def __init__(self, plan: str, parts: list[str]) -> None:
-        self.plan = plan
-        self.parts = parts
-        msg = (
-            f"plan {plan}: the notifier's state does not fit this member's plan whole ({', '.join(parts)}); "
-            "this member cannot take over until both run the same version of Cepheus and of the plan"
-        )
-        super().__init__(msg)
-
-
-class SparkPlanError(CEPError):
-    """A plan with `distributed_mode = "spark"` cannot be driven from this node (its checkpoint
-    directory is another driver's, Spark cannot start, ...); the message says what to change."""

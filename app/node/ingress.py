@@ -27,10 +27,10 @@ from typing import Any, Protocol
 
 from adapters.thrift import Column, WireEvent, WireEvents
 from adapters.wording import counted
-from app.node.journal import BundleFailed, NotLeading, PlanJournal, wall_ms
 from app.node.latency import Latency, LatencyHistogram
 from app.node.tracer import Tracer
 from app.persistence.errors import InputLogError
+from app.persistence.journal import BundleFailed, NotLeading, PlanJournal, wall_ms
 
 log = logging.getLogger(__name__)
 

@@ -25,32 +25,36 @@ from typing import Any
 from adapters.http.receiver import Streams, events_blueprint, publish_json
 from adapters.output.throttle import Throttle
 from adapters.thrift import DataBridgeServer, ServerSettings
-from app.config import Config, Login
+from app.auth import Credentials, login_throttle
+from app.cluster.errors import StateDoesNotFit
+from app.cluster.member import Cluster, ClusterSettings
+from app.config import Config
 from app.console.ops import Numbers, Readiness, ops_blueprint
+from app.console.principal import refusal
+from app.console.services import ConsoleServices
+from app.http.basic_auth import login_refusal
+from app.http.limits import Limits
+from app.http.screen import address_lockout
+from app.http.server import WebServer
 from app.node import heap
-from app.node.auth import Credentials, LoginThrottle, ThrottleSettings
 from app.node.catalog import StreamCatalog
-from app.node.cluster import Cluster, ClusterSettings
-from app.node.errors import NodeError, StateDoesNotFit
-from app.node.http_api import login_refusal
-from app.node.http_limits import Limits
-from app.node.http_screen import address_lockout
-from app.node.http_server import WebServer
-from app.node.http_snapshots import SnapshotRequests, snapshots_blueprint
+from app.node.errors import NodeError
 from app.node.ingress import Ingress
-from app.node.journal import Journals
 from app.node.on_demand import OnDemandQueries
 from app.node.outputs import OutputHub
 from app.node.plans import PlanManager
 from app.node.receiver import RegistryHandler
-from app.node.snapshots import SnapshotKeeper
-from app.node.spark_plans import SparkDriver
+from app.node.snapshot_requests import SnapshotRequests, snapshots_blueprint
 from app.persistence.input_log import InputLog
+from app.persistence.journal import Journals
+from app.persistence.snapshot_keeper import SnapshotKeeper
 from app.private_files import private_dir
 from app.registry import Change, Receiver, Registry
 from app.registry.leases import RegistryLeases
 from app.registry.members import RegistryMembers
 from app.registry.snapshots import RegistrySnapshots
+from app.spark.driver import SparkDriver
+from app.webapp import create_app
 from ha.lease import Timing
 from ha.membership import Timeouts
 
@@ -64,19 +68,6 @@ def wanted_listeners(receivers: Sequence[Receiver], cfg: Config) -> dict[str, bo
         entries = [r for r in receivers if r.type == kind]
         out[kind] = any(r.enabled for r in entries) if entries else default
     return out
-
-
-def login_throttle(login: Login) -> LoginThrottle:
-    return LoginThrottle(
-        ThrottleSettings(
-            max_failures=login.max_failures,
-            window_seconds=login.window_seconds,
-            lockout_seconds=login.lockout_seconds,
-            max_lockout_seconds=login.max_lockout_seconds,
-            max_concurrent_checks=login.max_concurrent_checks,
-            check_wait_seconds=login.check_wait_seconds,
-        )
-    )
 
 
 def http_limits(cfg: Config) -> Limits:
@@ -237,11 +228,6 @@ class Node:
         log.info("node %s started", cfg.node_id)
 
     def _start_web(self) -> None:
-        # the console builds on modules of this package: imported here, once the package is
-        from app.console.principal import refusal
-        from app.console.services import ConsoleServices
-        from app.webapp import create_app
-
         cfg = self.config
         streams = Streams(self.catalog.get, self.ingress.publish_rows)
         bp = events_blueprint(

@@ -26,7 +26,7 @@ from adapters.output.base import MAX_SOURCE, Fence, Origin
 from adapters.output.throttle import Throttle
 from adapters.wording import counted
 from app.config import Adapters as AdapterDefaults
-from app.node.journal import Provenance as Where
+from app.persistence.journal import Provenance as Where
 from app.registry import DataSource, Formatter
 from app.registry import OutputAdapter as AdapterEntry
 from engine.errors import CEPError

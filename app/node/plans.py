@@ -32,17 +32,18 @@ from typing import Any
 
 import engine
 from adapters.output.throttle import Throttle
+from app.cluster.gate import OutputGate
+from app.cluster.member import Cluster
 from app.node.catalog import StreamCatalog
-from app.node.cluster import Cluster
-from app.node.errors import SparkPlanError, UnknownPlan
-from app.node.gate import OutputGate
+from app.node.errors import UnknownPlan
 from app.node.ingress import Binding, Ingress, Row
-from app.node.journal import Journals, PlanJournal, wall_ms
 from app.node.outputs import OutputHub
-from app.node.snapshots import Restored, describe, persistent
-from app.node.spark_plans import SparkDriver, SparkPlan
+from app.persistence.journal import Journals, PlanJournal, wall_ms
+from app.persistence.snapshot_keeper import Restored, describe, persistent
 from app.registry import ExecutionPlan
 from app.registry.plans import BindsStreams, StreamBinding, stream_bindings
+from app.spark.driver import SparkDriver, SparkPlan
+from app.spark.errors import SparkPlanError
 from engine import Runtime
 from engine.events import Event
 

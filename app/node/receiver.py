@@ -1,6 +1,6 @@
 """`RegistryHandler`: the Data Bridge receiver's `Handler`, backed by the registry and the plans.
 
-Logins are checked against the registry's users (cached and throttled: `app.node.auth`); stream definitions live in the registry
+Logins are checked against the registry's users (cached and throttled: `app.auth`); stream definitions live in the registry
 (through the catalog), so a stream a client defines on one node is known on all of them;
 published bundles go to the ingress, which runs them through every plan importing the
 stream before the reply is sent.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from adapters.thrift import WireEvent, WireStreamDefinition
 from adapters.thrift.errors import AuthenticationFailed
-from app.node.auth import Credentials
+from app.auth import Credentials
 from app.node.catalog import StreamCatalog
 from app.node.ingress import Ingress
 

@@ -1,7 +1,7 @@
 """The local input log: per plan, an append-only sequence of positioned records.
 
 Before a receiver acknowledges a bundle for a persistence-mode plan, the node appends it here
-(`app.node.journal`); a snapshot records the log's id and the position it covers; restore
+(`app.persistence.journal`); a snapshot records the log's id and the position it covers; restore
 replays `read(plan, after=position)`; pruned snapshots `truncate` the log behind the oldest
 kept one. Each plan's log has an id (file `id`), new when the log is made or `reset`. Layout:
 `<directory>/<plan, encoded by plan_dirs>/<first position>.log` (directories 0700, files 0600),

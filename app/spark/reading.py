@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import engine
-from app.spark.session import SparkRunError
+from app.spark.errors import SparkRunError
 from engine.types import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, AttrType
 
 if TYPE_CHECKING:

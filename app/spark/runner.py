@@ -29,11 +29,12 @@ from functools import partial
 from typing import IO, TYPE_CHECKING, Any
 
 import engine
-from app.replay import default_start_time
+from app.replay import ReplayError, default_start_time
+from app.spark.errors import SparkRunError
 from app.spark.groups import Group, plan_groups
 from app.spark.onejob import PIECE, Lane, run_one_job
 from app.spark.reading import input_files, input_format, parse, raw_input, with_files
-from app.spark.session import SparkRunError, spark_session
+from app.spark.session import spark_session
 from app.spark.tasks import Item, in_pieces, run_items
 
 if TYPE_CHECKING:
@@ -250,8 +251,6 @@ def _raise_first_error(summary: list[dict[str, Any]], files: list[str], fmt: str
     errors = [s["error"] for s in summary if s["error"] is not None]
     if errors:
         _, _, fileno, message, text = min(errors, key=lambda e: e[1])
-        from app.replay import ReplayError
-
         msg = f"{_line_number(files[fileno], fmt, text)}: {message}"
         raise ReplayError(msg)
 

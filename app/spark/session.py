@@ -12,7 +12,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from engine.errors import CEPError
+from app.spark.errors import SparkRunError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -20,10 +20,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_MASTER = "local[*]"
-
-
-class SparkRunError(CEPError):
-    """The Spark runner cannot run a plan (no pyspark, no input, a failed Spark job)."""
 
 
 def require_pyspark() -> None:

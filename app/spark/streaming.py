@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import engine
 from adapters.output.base import Origin, OutputAdapter
+from app.spark.errors import SparkRunError
 from app.spark.groups import Group, plan_groups
-from app.spark.session import SparkRunError
 from app.spark.tasks import Item, run_items
 from engine.events import Event
 

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.plan.expressions import CompileErrors, ExprContext, ExpressionCompiler
-from engine.plan.functions import FunctionRegistry, default_registry
+from engine.plan.function_registry import FunctionRegistry
+from engine.plan.functions import default_registry
 from engine.query.expressions import Span
 from engine.runtime.clock import Scheduler
 from engine.runtime.junction import Junction

@@ -8,13 +8,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from engine.plan.expressions import Compiled, ExpressionCompiler
+from engine.plan.function_registry import Emit, FunctionRegistry
 from engine.query.expressions import FunctionCall
 from engine.runtime import extensions as ext
 from engine.runtime import java_dates
 from engine.types import NUMERIC_TYPES, AttrType
 
 if TYPE_CHECKING:
-    from engine.plan.functions import Emit, FunctionRegistry
     from engine.plan.scope import Scope
 
 _S = AttrType.STRING

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import engine
-from app.node.journal import PlanJournal
 from app.persistence.input_log import InputLog
+from app.persistence.journal import PlanJournal
 
 PLAN = """
 define stream In (k string, v long);

@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 from flask import Blueprint, request
 
-from app.node.auth import Credentials
-from app.node.http_limits import Limits
-from app.node.http_server import WebServer
-from app.node.web import create_web_app
+from app.auth import Credentials
+from app.http.limits import Limits
+from app.http.server import WebServer
+from app.http.web import create_web_app
 from tests.support.nodes import ADMIN_PASSWORD, get_json, node_config, running_node
 
 pytestmark = pytest.mark.timeout(30)

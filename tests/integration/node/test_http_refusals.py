@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 from flask import Blueprint, request
 
-from app.node.auth import Credentials, LoginThrottle, ThrottleSettings
-from app.node.http_limits import Limits
-from app.node.http_screen import address_lockout
-from app.node.http_server import WebServer
-from app.node.web import create_web_app
+from app.auth import Credentials, LoginThrottle, ThrottleSettings
+from app.http.limits import Limits
+from app.http.screen import address_lockout
+from app.http.server import WebServer
+from app.http.web import create_web_app
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -236,8 +236,8 @@ def test_a_refused_client_reads_the_reply_even_with_its_body_unread(
 EMFILE_SERVER = textwrap.dedent(
     """
     import logging, os, resource, sys, time
-    from app.node.http_limits import Limits
-    from app.node.http_server import WebServer
+    from app.http.limits import Limits
+    from app.http.server import WebServer
 
     def app(environ, start_response):
         start_response("200 OK", [("Content-Type", "application/json")])

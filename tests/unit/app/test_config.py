@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from app.auth import login_throttle
 from app.config import load
-from app.node.node import http_limits, login_throttle
+from app.node.node import http_limits
 from app.node.outputs import with_defaults
 from app.registry import OutputAdapter
 from engine.errors import ConfigError

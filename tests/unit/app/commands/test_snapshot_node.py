@@ -15,7 +15,7 @@ from werkzeug.serving import make_server
 
 from app.cli import main
 from tests.support.nodes import free_port
-from tests.unit.app.node.test_http_snapshots import PASSWORD, Node
+from tests.unit.app.node.test_snapshot_requests import PASSWORD, Node
 
 
 class Served:

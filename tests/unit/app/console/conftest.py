@@ -15,9 +15,9 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
+from app.auth import Credentials, LoginThrottle, ThrottleSettings
 from app.config import Config, Console
 from app.console.services import ConsoleServices
-from app.node.auth import Credentials, LoginThrottle, ThrottleSettings
 from app.registry import Registry
 from app.webapp import create_app
 

@@ -12,11 +12,11 @@ from flask.testing import FlaskClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from adapters.output import AdapterStats
+from app.auth import Credentials
 from app.console.ops import Numbers, Readiness, ops_blueprint
-from app.node.auth import Credentials
-from app.node.http_api import login_refusal
+from app.http.basic_auth import login_refusal
+from app.http.web import create_web_app
 from app.node.latency import LatencyHistogram
-from app.node.web import create_web_app
 
 NUMBERS = Numbers(
     received={"temps:1.0.0": 7, "doors:1.0.0": 2},

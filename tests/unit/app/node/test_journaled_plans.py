@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from app.node.journal import Journals
 from app.node.plans import PlanManager
-from app.node.snapshots import SnapshotKeeper
 from app.persistence.input_log import InputLog
+from app.persistence.journal import Journals
+from app.persistence.snapshot_keeper import SnapshotKeeper
 from app.registry import ExecutionPlan
 from app.registry.snapshots import RegistrySnapshots
 from tests.unit.app.node.test_plans import Manager

@@ -19,7 +19,7 @@ from app.node.catalog import StreamCatalog
 from app.node.ingress import Ingress
 from app.node.outputs import OutputHub
 from app.node.plans import SPARK_ELSEWHERE, PlanManager, PlanStatus
-from app.node.snapshots import Restored
+from app.persistence.snapshot_keeper import Restored
 from app.registry import (
     Attribute,
     DataSource,

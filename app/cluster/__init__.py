@@ -1,0 +1,16 @@
+"""This node as a member of a cluster: the threads, sockets and registry calls around `ha/`.
+
+`member` (`Cluster`: membership, the role of each redundant plan, the lease requests),
+`peers` (the authenticated channel between members), `replication` (one ordered input per
+redundant plan: the notifier's `Sequencer`, a standby's `Follower`), `gate` (a redundant
+plan's outputs held until this node may deliver them), `relays` (bundles a standby relays to
+the notifier). The decisions are `ha/`'s; this package runs them with real time and I/O.
+
+Imports nothing of the node, the HTTP tier or the console.
+"""
+
+from __future__ import annotations
+
+from app.cluster.member import Cluster, ClusterSettings
+
+__all__ = ["Cluster", "ClusterSettings"]

@@ -1,0 +1,720 @@
+"""`Cluster`: this node's membership, and its role for each redundant plan, wired to real parts.
+
+Drives the pure state machines of `ha/` with real time, sockets and the registry:
+- heartbeats go every `heartbeat_ms` over an authenticated connection (`app.cluster.peers`) to
+  each well-known address and each member learned; they feed `ha.membership.Membership`. A
+  heartbeat connection that closes marks its member dead at once (its process died);
+- every `renew_ms` a role loop asks `ha.roles.PlanRole` what to do for each redundant plan
+  deployed here, and asks the registry's lease store (`take_over` when the holder's process is
+  known dead, `acquire` otherwise);
+- a node that holds a plan's lease leads its journal (it sequences the plan's input and
+  forwards it to the standbys: `app.cluster.replication`) and delivers its outputs under a fence
+  of its lease epoch (`NotifierFence`); the others follow the notifier, relay the bundles they
+  receive to it and hold their outputs for a takeover (`app.cluster.gate`).
+
+Every message between members names a plan; a member that is not the plan's notifier answers
+`not_notifier`, so a member with a stale view only ever costs a retry.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, cast
+
+import sqlalchemy as sa
+
+from adapters.output.rdbms.epoch_fence import EpochFence
+from adapters.output.throttle import Throttle
+from app.cluster.errors import PeerClosed, PeerError
+from app.cluster.gate import OutputGate
+from app.cluster.peers import Connection, Header, PeerServer, connect
+from app.cluster.relays import RelayedBundles
+from app.cluster.replication import Follower, Sequencer
+from app.persistence.journal import BundleFailed, NotLeading, PlanJournal
+from app.persistence.records import Events, decode, encode
+from app.registry.members import RegistryMembers
+from engine.errors import CEPError, NotLeader
+from ha.lease import Timing, lease_lookup_interval
+from ha.membership import Membership, Timeouts
+from ha.placement import notifier, ranking
+from ha.ports import Lease, LeaseStore, LogPosition
+from ha.resends import DirectCopies, Resends
+from ha.roles import Action, PlanRole, Role
+
+log = logging.getLogger(__name__)
+
+RELAY_WAIT_SECONDS = 5.0  # how long a bundle for a plan without a reachable notifier waits for one
+WATERMARK_FLUSH_SECONDS = 30.0  # a sink behind by seconds delays the report, it must not stop it
+# A graceful stop waits this long for the adapters before it hands its plans over: a sink that
+# is slower does not hold the standbys back. What is not written by then the next notifier
+# delivers again (the RDBMS adapter skips what the table has; the old notifier's late writes
+# are refused by the sink's fence once the next one raised it).
+HANDOVER_FLUSH_SECONDS = 0.1
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    me: str  # this node's id
+    advertise: str  # where the others reach this node's cluster port, "host:port"
+    host: str
+    port: int
+    wka: tuple[str, ...]
+    secret: bytes
+    timeouts: Timeouts
+    timing: Timing
+    failback_s: float = 0.0  # a member that came back gets its plans after this long preferred
+
+
+class NotifierFence:
+    """The fence of a notifier's writes: its lease must hold on its own clock, and a database
+    sink checks the epoch in the write's transaction (`EpochFence`)."""
+
+    def __init__(self, plan: str, epoch: int, holds: Callable[[], bool]) -> None:
+        self.plan = plan
+        self.epoch = epoch
+        self._holds = holds
+        self._sink = EpochFence(plan, epoch)
+
+    def __call__(self, handle: Any) -> None:
+        if not self._holds():
+            msg = f"this node no longer holds the notifier lease of plan {self.plan} (epoch {self.epoch})"
+            raise NotLeader(msg)
+        if isinstance(handle, sa.Connection):
+            self._sink(handle)
+
+
+class _Locked:
+    """A pure `ha` state machine shared by threads here (heartbeats arrive on many, the role loop
+    reads): every method call under one lock."""
+
+    def __init__(self, inner: object) -> None:
+        self._inner = inner
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if not callable(attr):
+            return attr
+
+        def locked(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return attr(*args, **kwargs)
+
+        return locked
+
+
+class _Plan:
+    """What this node keeps for one redundant plan deployed here."""
+
+    def __init__(self, name: str, journal: PlanJournal, gate: OutputGate, role: PlanRole) -> None:
+        self.name = name
+        self.journal = journal
+        self.gate = gate
+        self.role = role
+        self.sequencer: Sequencer | None = None
+        self.follower: Follower | None = None
+        self.epoch = 0  # of the lease this node notifies under (0: standby)
+        self.looked_up = 0.0  # when the registry was last asked who holds the lease
+        self.confirm_lock = threading.Lock()
+        self.confirmed_at = 0.0  # when the last renewal that confirmed this node's lease was sent
+        self.required: LogPosition | None = None  # what its renewals made the lease require, this term
+        self.ineligible: LogPosition | None = None  # the requirement last logged as not covered here
+        self.relayed = RelayedBundles()  # bundles members relayed to this node while it notified
+        self.fenced_at_takeover = 0  # the node's count of fence refusals when its term began
+        self.preferred: str | None = None  # the member placement names notifier, in this node's view
+
+
+class Cluster:
+    def __init__(
+        self,
+        settings: ClusterSettings,
+        leases: LeaseStore,
+        members: RegistryMembers | None,
+        emit: Callable[..., None],
+        install: Callable[[str, bytes], object],
+        flush: Callable[[float], bool],
+        fenced: Callable[[], int],
+    ) -> None:
+        self.settings = settings
+        self.me = settings.me
+        self._leases = leases
+        self._members = members
+        self._pins: dict[str, str] = {}
+        self._draining: set[str] = set()
+        self._emit = emit
+        self._install = install
+        self._flush = flush
+        self._fenced = fenced
+        self.membership = cast(Membership, _Locked(Membership(self.me, settings.timeouts, ())))
+        self._addresses: dict[str, str] = {self.me: settings.advertise}  # member → cluster address
+        self._plans: dict[str, _Plan] = {}
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._links: dict[str, threading.Thread] = {}  # heartbeat senders, by address
+        self._inbound: dict[str, int] = {}  # open heartbeat connections per member
+        self._relays: dict[str, Connection] = {}
+        self._relay_lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._round = threading.Lock()  # held by a role round
+        self._nudge = threading.Event()  # a role round now: a notifier's stream ended, a member left
+        self._started = 0.0
+        self._incarnation = uuid.uuid4().hex[:12]  # this process: relay ids never repeat across restarts
+        self._relay_ids = itertools.count(1)
+        self.server = PeerServer(settings.host, settings.port, self.me, settings.secret, self._serve)
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._started = time.monotonic()
+        self.server.start()
+        for target, name in ((self._heartbeats, "cluster-heartbeats"), (self._roles, "cluster-roles")):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        for target, name in (
+            (self._watermarks, "cluster-delivered"),
+            (self._registry_loop, "cluster-registry"),
+        ):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        log.info(
+            "cluster member %s on %s (well-known addresses: %s)",
+            self.me, self.settings.advertise, ", ".join(self.settings.wka) or "none",
+        )  # fmt: skip
+
+    def stop(self) -> None:
+        """Give up every lease (the standbys take over at once) and leave the cluster."""
+        self._stop.set()
+        self._nudge.set()
+        with self._round:  # a role round under way may be renewing a lease: not after it is released
+            pass
+        self._flush(HANDOVER_FLUSH_SECONDS)
+        with self._lock:
+            plans = list(self._plans.values())
+        for plan in plans:
+            self._leave(plan, drain=True)
+        self.server.stop()
+        for thread in self._threads:
+            thread.join(2)
+        for connection in list(self._relays.values()):
+            connection.close()
+
+    # ---- plans -------------------------------------------------------------------------------
+
+    def gate(self, name: str, journal: PlanJournal, mode: str | None = "failover") -> OutputGate:
+        """The output gate of redundant plan `name` (made, with the plan's role, on first use:
+        the plan starts as a standby until the lease says otherwise). `mode`, the plan's
+        `ha_mode`: in full-active-active a standby holds the bundles clients send it instead of
+        relaying them (the notifier gets its own copy)."""
+        with journal.lock:
+            if mode != "full-active-active":
+                journal.copies = None
+            elif journal.copies is None:
+                journal.copies = DirectCopies()
+        with self._lock:
+            plan = self._plans.get(name)
+            if plan is None:
+                gate = OutputGate(name, self._emit)
+                plan = self._plans[name] = _Plan(
+                    name,
+                    journal,
+                    gate,
+                    PlanRole(name, self.me, self.settings.timing, self.settings.failback_s),
+                )
+                journal.follow(self._relay_for(name))
+                journal.resends = Resends()
+                plan.follower = self._follower(plan)
+                plan.follower.start()
+            return plan.gate
+
+    def forget(self, name: str) -> None:
+        """Plan `name` no longer runs here."""
+        with self._lock:
+            plan = self._plans.pop(name, None)
+        if plan is not None:
+            self._leave(plan, drain=False)
+
+    def redeployed(self, name: str) -> None:
+        """Plan `name` runs a new text here now: as a standby, take the notifier's state again once
+        it runs the same text (records applied meanwhile ran through another text)."""
+        with self._lock:
+            plan = self._plans.get(name)
+        follower = plan.follower if plan is not None else None
+        if follower is not None:
+            follower.resync()
+
+    def _leave(self, plan: _Plan, *, drain: bool) -> None:
+        """Stop notifying and following `plan`, and give its lease up if this node ever held it."""
+        self._step_down(plan, drain=drain)
+        if plan.follower is not None:
+            plan.follower.stop()
+        if plan.role.holder.epoch is not None:
+            self._release_lease(plan)
+
+    def _release_lease(self, plan: _Plan) -> None:
+        try:
+            self._leases.release(plan.name, self.me)
+        except Exception as exc:  # the lease then runs out on its own
+            log.warning("plan %s: could not release the notifier lease: %s", plan.name, exc)
+
+    def status(self) -> dict[str, Any]:
+        now = time.monotonic()
+        with self._lock:
+            plans = list(self._plans.values())
+        return {
+            "member": self.me,
+            "members": {m: s.value for m, s in self.membership.view(now).items()},
+            "draining": sorted(self._draining),
+            "pins": dict(self._pins),
+            "plans": {
+                p.name: {
+                    "role": "notifier" if p.epoch else "standby",
+                    "epoch": p.epoch or None,
+                    "preferred": p.preferred,  # the notifier once a member that came back has settled
+                    "position": p.journal.position,
+                    "held_outputs": p.gate.held,
+                    "standbys_in_sync": p.sequencer.in_sync() if p.sequencer else [],
+                    "caught_up": p.follower.caught_up if p.follower else True,
+                    "direct_copies_held": p.journal.copies.held if p.journal.copies else 0,
+                }
+                for p in plans
+            },
+        }
+
+    def roles(self) -> dict[str, bool]:
+        """Per redundant plan deployed here: True while this node is its notifier (cheaper than `status`)."""
+        with self._lock:
+            return {p.name: bool(p.epoch) for p in self._plans.values()}
+
+    # ---- roles -----------------------------------------------------------------------------------
+
+    def _roles(self) -> None:
+        period = min(self.settings.timing.renew_ms / 1000 / 2, 0.05)
+        self._forever(period, self._role_round, "the role loop", wake=self._nudge)
+
+    def _role_round(self) -> None:
+        with self._round:
+            if self._stop.is_set():
+                return
+            with self._lock:
+                plans = list(self._plans.values())
+            for plan in plans:
+                try:
+                    self._decide(plan)
+                except Exception:
+                    log.exception("plan %s: the role loop failed", plan.name)
+
+    def _stream_ended(self, plan: _Plan) -> None:
+        """The notifier's stream to this standby ended (it stopped, died, or handed over): read
+        who holds the lease and decide now, not at the next round."""
+        plan.looked_up = 0.0
+        self._nudge.set()
+
+    def _decide(self, plan: _Plan) -> None:
+        now = time.monotonic()
+        follower = plan.follower
+        followed = follower is not None and (follower.live or follower.ended_live)
+        if now - self._started < self.settings.timeouts.dead_ms / 1000 and not followed:
+            return  # the others have not been heard from yet: the view would be wrong
+        alive = self.membership.alive(now)
+        candidates = [m for m in alive if m not in self._draining or m == self.me]
+        pinned = dict(self._pins)
+        if self.me in self._draining:  # hand every plan to the best other member
+            others_alive = [m for m in candidates if m != self.me]
+            if others_alive and pinned.get(plan.name) not in others_alive:
+                pinned[plan.name] = ranking(plan.name, others_alive)[0]
+        if plan.role.lease is None or plan.looked_up == 0.0:  # never read, or the notifier's stream ended
+            self._notifier_address(plan)  # who holds the lease (None: it was never granted)
+        known = plan.role.lease
+        caught_up = follower is None or follower.caught_up or known is None or known.holder == self.me
+        others = plan.sequencer.in_sync() if plan.sequencer is not None else []
+        preferred = plan.preferred = notifier(plan.name, sorted({*candidates, self.me}), pinned)
+        decision = plan.role.tick(now, candidates, caught_up, pinned, others_caught_up=preferred in others)
+        if decision.action is Action.ACQUIRE:
+            sent = time.monotonic()
+            held = plan.journal.held()
+            try:
+                if known is not None and known.holder != self.me and self._dead(known.holder, now):
+                    lease = self._leases.take_over(
+                        plan.name, self.me, self.settings.timing.ttl_ms, known.holder, known.epoch, held
+                    )
+                else:
+                    lease = self._leases.acquire(plan.name, self.me, self.settings.timing.ttl_ms, held)
+            except Exception as exc:
+                lease = None
+                log.debug("plan %s: lease request failed: %s", plan.name, exc)
+            plan.role.answered(sent, lease)
+            self._note_ineligible(plan, lease, held)
+            if lease is not None and lease.holder == self.me and lease.epoch == plan.epoch:
+                with plan.confirm_lock:
+                    plan.confirmed_at = max(plan.confirmed_at, sent)
+        elif decision.action is Action.RELEASE:
+            self._step_down(plan, drain=True)
+            # what went to the adapters under this lease is written before the next notifier starts
+            self._flush(self.settings.timing.margin_ms / 1000)
+            self._release_lease(plan)
+            plan.role.released(time.monotonic())
+            log.info("plan %s: notifier role handed to %s", plan.name, ", ".join(others))
+            return
+        holds = plan.role.holder.holds(time.monotonic())
+        if holds and plan.epoch and plan.role.holder.epoch != plan.epoch:
+            self._step_down(plan)  # granted anew under another epoch (it had expired): a new term
+        if holds and not plan.epoch:
+            self._take_over(plan)
+        elif not holds and plan.epoch:
+            self._step_down(plan)
+        elif decision.role is Role.STANDBY and plan.epoch:
+            self._step_down(plan)
+
+    def _confirm(self, plan: _Plan, epoch: int, since: float, require: LogPosition) -> bool:
+        """Whether a renewal of this node's lease (under `epoch`) sent at `since` or later
+        succeeded and made the lease require `require` or more; renews it now if none did (one
+        registry request serves every bundle waiting)."""
+        with plan.confirm_lock:
+            required = plan.required
+            if plan.confirmed_at >= since and required is not None and required.covers(require):
+                return True
+            sent = time.monotonic()
+            try:
+                lease = self._leases.acquire(plan.name, self.me, self.settings.timing.ttl_ms, require=require)
+            except Exception as exc:
+                log.debug("plan %s: lease renewal failed: %s", plan.name, exc)
+                return False
+            plan.role.answered(sent, lease)
+            if lease.holder != self.me or lease.epoch != epoch or lease.required is None:
+                return False
+            if not lease.required.covers(require):
+                return False
+            plan.confirmed_at = sent
+            plan.required = lease.required
+            return True
+
+    def _note_ineligible(self, plan: _Plan, lease: Lease | None, held: LogPosition) -> None:
+        """Log, once per requirement, that the lease needs more of the plan's log than this node holds."""
+        if lease is None or lease.holder == self.me or held.covers(lease.required):
+            return
+        if lease.required != plan.ineligible and (
+            lease.ttl_ms <= 0 or self._dead(lease.holder, time.monotonic())
+        ):
+            plan.ineligible = lease.required
+            log.warning(
+                "plan %s: the notifier lease requires position %s of term %s of the plan's input, which "
+                "this node does not hold (it holds %d of term %d): it may not take over; a member that "
+                "holds it may, or %s when it comes back",
+                plan.name, lease.required.position if lease.required else "?",
+                lease.required.term if lease.required else "?", held.position, held.term, lease.holder,
+            )  # fmt: skip
+
+    def _dead(self, member: str, now: float) -> bool:
+        """Whether `member`'s process is known to have died: its connection to this node closed."""
+        return self.membership.gone(member, now) and self.membership.lost_connection(member)
+
+    def _take_over(self, plan: _Plan) -> None:
+        epoch = plan.role.holder.epoch
+        assert epoch is not None
+        started = time.monotonic()
+        if plan.follower is not None:
+            plan.follower.stop()
+            plan.follower = None
+        role = plan.role
+        fence = NotifierFence(plan.name, epoch, lambda: role.holder.holds(time.monotonic()))
+        plan.sequencer = Sequencer(
+            plan.journal,
+            plan.gate,
+            holds=lambda: role.holder.holds(time.monotonic()),
+            confirm=lambda since, require: self._confirm(plan, epoch, since, require),
+        )
+        after = plan.journal.lead(epoch, plan.sequencer)
+        plan.epoch = epoch
+        plan.required = None  # this term has required nothing yet
+        plan.fenced_at_takeover = self._fenced()  # refusals from here on withhold the watermark
+        delivered = plan.gate.open(fence, after)
+        log.info(
+            "plan %s: this node is its notifier now (epoch %d, from position %d; %d held outputs "
+            "delivered again, %.0f ms)",
+            plan.name, epoch, after, delivered, (time.monotonic() - started) * 1000,
+        )  # fmt: skip
+
+    def _step_down(self, plan: _Plan, *, drain: bool = False) -> None:
+        """Stop notifying. `drain` (a hand-over while the lease still holds): first let the
+        standbys receive every record sequenced, so the next notifier has them all."""
+        if not plan.epoch:
+            return
+        plan.journal.follow(self._relay_for(plan.name))  # waits for a bundle being sequenced
+        if drain and plan.sequencer is not None:
+            position = plan.journal.position
+            if not plan.sequencer.drain(position, self.settings.timing.margin_ms / 1000):
+                log.warning(
+                    "plan %s: the standbys did not confirm position %d within %d ms; handing over anyway "
+                    "(a standby that lacks it may not take over)",
+                    plan.name, position, self.settings.timing.margin_ms,
+                )  # fmt: skip
+        plan.gate.close()
+        if plan.sequencer is not None:
+            plan.sequencer.close()
+            plan.sequencer = None
+        log.warning("plan %s: this node is no longer its notifier (epoch %d)", plan.name, plan.epoch)
+        plan.epoch = 0
+        if not self._stop.is_set():
+            plan.follower = self._follower(plan)
+            plan.follower.start()
+
+    def _follower(self, plan: _Plan) -> Follower:
+        return Follower(
+            plan.journal,
+            plan.gate,
+            notifier=lambda: self._notifier_address(plan),
+            connect=lambda address: connect(address, self.me, "replicate", self.settings.secret),
+            install=lambda blob: self._install(plan.name, blob),
+            ended=lambda: self._stream_ended(plan),
+        )
+
+    def _notifier_address(self, plan: _Plan) -> str | None:
+        """Where the plan's notifier is, as the registry said at most `renew_ms` ago."""
+        lease = plan.role.lease
+        now = time.monotonic()
+        ended = plan.follower.ended_at if plan.follower is not None else None
+        every = lease_lookup_interval(self.settings.timing.renew_ms / 1000, now, ended)
+        if lease is None or lease.holder == self.me or now - plan.looked_up >= every:
+            try:
+                lease = self._leases.current(plan.name)
+            except Exception:
+                return None
+            plan.looked_up = now
+            if lease is not None:
+                plan.role.lease = lease
+        if lease is None or lease.holder == self.me:
+            return None
+        return self._addresses.get(lease.holder)
+
+    def _registry_loop(self) -> None:
+        """Once a second: this member's row in the registry (for the console), the operators'
+        pins and drains (for placement)."""
+        while not self._stop.wait(1.0):
+            if self._members is None:
+                return
+            try:
+                view = {m: s.value for m, s in self.membership.view(time.monotonic()).items()}
+                draining = self._members.report(self.me, self.settings.advertise, view)
+                self._draining = self._members.draining() | ({self.me} if draining else set())
+                self._pins = self._members.pins()
+            except Exception as exc:  # the registry is down: keep the last pins and drains
+                log.debug("cluster: registry unreachable for the members' rows: %s", exc)
+
+    def _watermarks(self) -> None:
+        self._forever(0.2, self._watermark_round, "reporting delivered outputs")
+
+    def _watermark_round(self) -> None:
+        """Tell the standbys which outputs are written, so they forget them. Nothing is reported
+        for a plan once a fence refused any record since its term began (counted when it took
+        over): a refused output may have been released long before this round, and the next
+        notifier must still deliver it from what it holds."""
+        with self._lock:
+            leading = [(p, p.sequencer, p.gate.released) for p in self._plans.values() if p.sequencer]
+        if not leading:
+            return
+        if not self._flush(WATERMARK_FLUSH_SECONDS):
+            return
+        fenced = self._fenced()
+        for plan, sequencer, released in leading:
+            if plan.sequencer is sequencer and fenced == plan.fenced_at_takeover:
+                plan.gate.trim(released)
+                sequencer.delivered(released)
+
+    # ---- relaying bundles to the notifier ------------------------------------------------------
+
+    def _relay_for(self, name: str) -> Callable[[str, list[tuple[Any, ...]], list[int]], None]:
+        def relay(stream: str, rows: list[tuple[Any, ...]], timestamps: list[int]) -> None:
+            deadline = time.monotonic() + RELAY_WAIT_SECONDS
+            body = encode(Events(stream, timestamps, rows, 0))
+            relay_id = f"{self._incarnation}:{next(self._relay_ids)}"  # the same for every attempt
+            while True:
+                with self._lock:
+                    plan = self._plans.get(name)
+                if plan is None or plan.epoch:
+                    msg = f"plan {name}: this node leads it now"
+                    raise NotLeading(msg)
+                address = self._notifier_address(plan)
+                if address is not None:
+                    try:
+                        self._relay(address, name, body, relay_id)
+                        return
+                    except PeerError as exc:
+                        log.debug("plan %s: relay to %s failed: %s", name, address, exc)
+                if time.monotonic() >= deadline:
+                    msg = f"plan {name}: no notifier took the events within {RELAY_WAIT_SECONDS:.0f} s"
+                    raise NotLeading(msg)
+                time.sleep(0.05)
+
+        return relay
+
+    def _relay(self, address: str, plan: str, body: bytes, relay_id: str) -> None:
+        with self._relay_lock:
+            connection = self._relays.get(address)
+            if connection is None or connection.closed:
+                connection = self._relays[address] = connect(address, self.me, "relay", self.settings.secret)
+            try:
+                connection.send({"t": "events", "plan": plan, "id": relay_id}, body)
+                # no timeout: a bundle the notifier took late (a partition healing) must not be sent again
+                answer, _ = connection.recv(64 * 1024)
+            except PeerError:
+                connection.close()
+                raise
+        if answer.get("t") != "ok":
+            raise PeerError(str(answer.get("why", "the notifier refused the events")))
+
+    # ---- heartbeats ----------------------------------------------------------------------------
+
+    def _heartbeats(self) -> None:
+        self._forever(self.settings.timeouts.heartbeat_ms / 1000, self._heartbeat_round, "heartbeats")
+
+    def _heartbeat_round(self) -> None:
+        now = time.monotonic()
+        targets = set(self.settings.wka)
+        for member in self.membership.targets(now):
+            address = self._addresses.get(member)
+            if address is not None:
+                targets.add(address)
+        targets.discard(self.settings.advertise)
+        for address in targets:
+            link = self._links.get(address)
+            if link is None or not link.is_alive():
+                link = threading.Thread(target=self._link, args=(address,), daemon=True)
+                self._links[address] = link
+                link.start()
+
+    def _forever(
+        self, period: float, step: Callable[[], object], what: str, wake: threading.Event | None = None
+    ) -> None:
+        """Run `step` every `period` s (and whenever `wake` is set) until stopped; a failure is
+        logged (at most every 10 s) and the loop goes on: a background duty that dies silently
+        would look like a dead node."""
+        failures = Throttle(10.0)
+        while True:
+            if wake is None:
+                self._stop.wait(period)
+            elif wake.wait(period):
+                wake.clear()
+            if self._stop.is_set():
+                return
+            try:
+                step()
+            except Exception:
+                allowed, held = failures.allow()
+                if allowed:
+                    log.exception("cluster: %s failed%s", what, f" ({held} more not shown)" if held else "")
+
+    def _link(self, address: str) -> None:
+        """Heartbeats to the member at `address` until the connection fails (a new link follows)."""
+        try:
+            connection = connect(address, self.me, "heartbeat", self.settings.secret, timeout=0.5)
+        except PeerError:
+            self._stop.wait(self.settings.timeouts.heartbeat_ms / 1000)
+            return
+        peer = connection.peer
+        self._addresses.setdefault(peer, address)
+        try:
+            while not self._stop.is_set():
+                now = time.monotonic()
+                knows = {m: self._addresses.get(m) for m in self.membership.knows(now)}
+                connection.send({"t": "hb", "addr": self.settings.advertise, "knows": knows})
+                self._stop.wait(self.settings.timeouts.heartbeat_ms / 1000)
+        except PeerError:
+            pass
+        finally:
+            connection.close()
+
+    # ---- serving other members ----------------------------------------------------------------
+
+    def _serve(self, connection: Connection) -> None:
+        if connection.purpose == "heartbeat":
+            self._serve_heartbeats(connection)
+        elif connection.purpose == "replicate":
+            request, _ = connection.recv(64 * 1024)
+            plan = self._plans.get(str(request.get("plan")))
+            sequencer = None if plan is None else plan.sequencer
+            if sequencer is None:
+                connection.send({"t": "not_notifier"})
+                return
+            sequencer.serve(connection, request)
+        elif connection.purpose == "relay":
+            self._serve_relay(connection)
+
+    def _serve_heartbeats(self, connection: Connection) -> None:
+        """A member's heartbeats. Its connection closed in order (FIN) means its process is gone:
+        dead at once. A reset or failed connection says nothing of the process (a firewall, a
+        partition): the member goes dead only when its heartbeats stay away."""
+        peer = connection.peer
+        with self._lock:
+            self._inbound[peer] = self._inbound.get(peer, 0) + 1
+        died = False
+        try:
+            while True:
+                header, _ = connection.recv(256 * 1024)
+                if header.get("t") != "hb":
+                    continue
+                self._heard(peer, header)
+        except PeerClosed:
+            died = True
+        finally:
+            with self._lock:
+                self._inbound[peer] -= 1
+                last = self._inbound[peer] == 0
+            if died and last and not self._stop.is_set():
+                self.membership.lost(peer)
+                self._nudge.set()
+                log.info("cluster member %s left (its connection closed)", peer)
+
+    def _heard(self, peer: str, header: Header) -> None:
+        address = header.get("addr")
+        if isinstance(address, str):
+            self._addresses[peer] = address
+        knows = header.get("knows")
+        members: list[str] = []
+        if isinstance(knows, dict):
+            for member, where in knows.items():
+                members.append(str(member))
+                if isinstance(where, str) and member not in self._addresses:
+                    self._addresses[str(member)] = where
+        self.membership.heartbeat(peer, members, time.monotonic())
+
+    def _serve_relay(self, connection: Connection) -> None:
+        while True:
+            header, body = connection.recv()
+            plan = self._plans.get(str(header.get("plan")))
+            if plan is None or not plan.epoch:
+                connection.send({"t": "refused", "why": f"not the notifier of plan {header.get('plan')}"})
+                continue
+            relay_id = f"{connection.peer}/{header.get('id')}"
+            first, answer = plan.relayed.begin(relay_id)
+            if not first:  # sent again: its answer was lost
+                refusal = answer.wait(RELAY_WAIT_SECONDS)
+                connection.send({"t": "ok"} if refusal is None else {"t": "refused", "why": refusal})
+                continue
+            try:
+                record = decode(body)
+                if not isinstance(record, Events):
+                    msg = "a relayed record must be events"
+                    raise CEPError(msg)
+                try:
+                    position = plan.journal.send(record.stream, record.rows, record.timestamps, forward=False)
+                except BundleFailed as exc:  # taken (and failed as a replay will): not to be sent again
+                    log.error("plan %s failed on relayed events: %s", plan.name, exc)
+                    position = exc.position
+                plan.journal.durable(position)
+            except CEPError as exc:
+                plan.relayed.refused(relay_id, answer, str(exc))
+                connection.send({"t": "refused", "why": str(exc)})
+                continue
+            except BaseException as exc:
+                plan.relayed.refused(relay_id, answer, f"the notifier failed on it: {exc}")
+                raise
+            plan.relayed.taken(answer)
+            connection.send({"t": "ok"})

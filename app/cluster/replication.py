@@ -1,0 +1,483 @@
+"""One ordered input per redundant plan: the notifier's `Sequencer` and a standby's `Follower`.
+
+A standby subscribes to the plan's notifier with where its own log stands (log id, position,
+and the lease epoch it followed last, its `term`). When that is a prefix of the notifier's log
+in the notifier's current term, the notifier resumes from there; otherwise (a new node, a
+node that restarted or was notifier itself, another term) it sends a snapshot of the plan's
+state and the log position it covers, and the standby adopts the notifier's log from there.
+Then come the records after it, in order, and `live`: from then on every record the notifier
+appends is pushed at once, and the standby acknowledges each once it has appended and
+processed it. The notifier's `settle(position)` waits for those acknowledgements (a standby
+that does not answer within `ack_timeout` is dropped and must subscribe again), then releases
+the outputs of `position` to the adapters: no output reaches a sink for an input a takeover
+would not have. A standby counts itself able to take over once it was told `live`, and a
+subscription that ends keeps it so (`Follower.caught_up`): it cannot know whether it was dropped.
+So before the notifier acknowledges a position that some standby of its term may lack (it is
+catching up, or its subscription ended), and before its term's first acknowledgement (standbys
+of earlier terms may think themselves able too), it raises the lease's requirement to that
+position in the registry (`ha.ports.LeaseStore`): the store then grants the lease only to a
+member that holds it. The notifier also reports which positions' outputs are written
+(`delivered`), so standbys forget the outputs they hold for a takeover.
+
+A standby subscribes only to a notifier that runs the same plan text (`PlanJournal.deployed`):
+else it is told `other_text` and asks again. A standby whose plan was redeployed (an edit)
+subscribes again asking for a snapshot (`fresh`): the records it applied between the two
+members' redeploys ran through different texts, so its state is taken from the notifier anew.
+
+Messages (`app.cluster.peers`): standby → notifier `sub`, `ack`; notifier → standby `state`
+(body: the state blob), `resume`, `rec` (body: the encoded record), `live`, `delivered`,
+`not_notifier`, `other_text`, `dropped`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from app.cluster.errors import PeerClosed, PeerError, StateDoesNotFit
+from app.cluster.gate import OutputGate
+from app.cluster.peers import Connection, Header
+from app.persistence.errors import InputLogError
+from app.persistence.journal import NotLeading, PlanJournal, Provenance
+from app.persistence.records import Events, decode, encode
+from engine.events import Event
+from ha.ports import LogPosition
+
+log = logging.getLogger(__name__)
+
+MAX_QUEUED = 200_000  # records a standby may be behind before it is dropped
+STATE_RETRY_SECONDS = 10.0  # before a standby asks again for a state that did not fit
+
+
+class _Subscriber:
+    def __init__(self, connection: Connection, joined_at: int) -> None:
+        self.connection = connection
+        self.peer = connection.peer
+        self.joined_at = joined_at  # it is in sync once it acknowledged this position
+        self.acked = 0
+        self.live = False  # told `live`: it counts itself able to take over from then on
+        self.ready = False  # it says it could take over (it holds what a takeover must deliver)
+        self.queue: deque[tuple[Header, bytes]] = deque()
+        self.wakeup = threading.Condition()
+        self.gone = False
+
+    @property
+    def in_sync(self) -> bool:
+        return not self.gone and self.acked >= self.joined_at
+
+    def may_lack(self, position: int) -> bool:
+        """Whether it may count itself able to take over without holding `position`: the record
+        was sent to it (it subscribed before) and it has not acknowledged it."""
+        return self.joined_at < position and self.acked < position
+
+    def push(self, header: Header, body: bytes = b"") -> None:
+        with self.wakeup:
+            if len(self.queue) >= MAX_QUEUED:
+                self.drop(f"more than {MAX_QUEUED} records behind")
+                return
+            self.queue.append((header, body))
+            self.wakeup.notify()
+
+    def drop(self, why: str) -> None:
+        if self.gone:
+            return
+        self.gone = True
+        log.warning("standby %s dropped: %s; it must catch up again", self.peer, why)
+        self.connection.close_with({"t": "dropped", "why": why})
+
+
+class Sequencer:
+    """The standbys of a plan this node notifies for (the journal's `replicas`)."""
+
+    def __init__(
+        self,
+        journal: PlanJournal,
+        gate: OutputGate,
+        ack_timeout: float = 1.0,
+        holds: Callable[[], bool] = lambda: True,
+        confirm: Callable[[float, LogPosition], bool] = lambda since, require: True,
+    ) -> None:
+        """`holds()`: whether this node's lease holds now; `confirm(since, require)`: whether a
+        renewal of it sent at `since` or later succeeded and raised the lease's requirement to
+        `require` or beyond (asking the registry if need be)."""
+        self.journal = journal
+        self.gate = gate
+        self._holds = holds
+        self._confirm = confirm
+        self.ack_timeout = ack_timeout
+        self._subscribers: list[_Subscriber] = []
+        self._term: list[_Subscriber] = []  # every subscription of this term, ended ones too
+        self._required = False  # whether this term raised the lease's requirement yet
+        self._acks = threading.Condition()
+        self._closed = False
+        self._final: list[int] = []  # at close: what each standby in sync had acknowledged
+
+    # ---- the journal's side (Replicas) ------------------------------------------------------
+
+    def appended(self, position: int, payload: bytes) -> None:
+        for sub in self._subscribers:
+            if not sub.gone:
+                sub.push({"t": "rec", "p": position}, payload)
+
+    def settle(self, position: int) -> None:
+        """Return once `position` may be acknowledged, and release its outputs. That takes
+        every live standby holding it (one that does not answer in time is dropped); and when
+        no standby holds it, some standby of this term may lack it, or the term has not
+        acknowledged anything yet, a renewal of this node's lease sent after the record was
+        appended that raised the lease's requirement to it (`confirm`): a notifier deposed
+        meanwhile (taken over while paused or cut off) must not acknowledge what no other
+        member has, and a member that may lack it must not be granted the lease. Raises
+        `NotLeading` (not acknowledged: the client sends it again) when neither holds."""
+        start = time.monotonic()
+        deadline = start + self.ack_timeout
+        with self._acks:
+            while True:
+                if self._closed:
+                    if (
+                        not self._final
+                        or any(acked < position for acked in self._final)
+                        or not self._required
+                        or any(s.may_lack(position) for s in self._term)
+                    ):
+                        msg = f"plan {self.journal.plan}: this node stopped notifying before its standbys held the bundle"
+                        raise NotLeading(msg)  # not acknowledged: the client sends it again
+                    return
+                lagging = [s for s in self._subscribers if s.live and not s.gone and s.acked < position]
+                if not lagging:
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    for sub in lagging:
+                        sub.drop(f"record {position} not acknowledged within {self.ack_timeout:.1f} s")
+                    break
+                self._acks.wait(left)
+            held = any(s.in_sync and s.acked >= position for s in self._subscribers)
+            lacking = any(s.may_lack(position) for s in self._term)
+            first = not self._required
+            # one registry write may serve the bundles settling behind this one: require as much
+            # as every live standby holds (with none, no other member holds any of it anyway)
+            live = [s.acked for s in self._subscribers if s.live and not s.gone]
+            cover = max(position, min(live) if live else self.journal.position)
+        if not held or lacking or first:
+            if not self._confirm(start, LogPosition(self.journal.term, cover)):
+                msg = (
+                    f"plan {self.journal.plan}: the bundle is not held by every standby and this node's "
+                    "lease is not confirmed"
+                )
+                raise NotLeading(msg)
+            self._required = True
+        if not self._holds():
+            msg = f"plan {self.journal.plan}: this node's notifier lease ran out"
+            raise NotLeading(msg)
+        self.gate.release(position)
+
+    # ---- status --------------------------------------------------------------------------------
+
+    def in_sync(self) -> list[str]:
+        """The standbys that hold every record and could take over now."""
+        return sorted({s.peer for s in self._subscribers if s.in_sync and s.ready})
+
+    def delivered(self, through: int) -> None:
+        """The outputs of every position up to `through` are written: standbys may forget theirs."""
+        for sub in self._subscribers:
+            if not sub.gone:
+                sub.push({"t": "delivered", "p": through})
+
+    def drain(self, position: int, timeout: float) -> bool:
+        """Wait until every standby in sync holds `position` (a graceful hand-over); False on timeout."""
+        deadline = time.monotonic() + timeout
+        with self._acks:
+            while any(s.in_sync and s.acked < position for s in self._subscribers):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._acks.wait(left)
+        return True
+
+    def close(self) -> None:
+        """No longer the notifier: end every subscription (the standbys find the next one).
+        A bundle whose `settle` has not returned yet is acknowledged only if every standby in
+        sync already held it: the others are refused, and their clients send them again."""
+        with self._acks:
+            self._final = [s.acked for s in self._subscribers if s.in_sync]
+            self._closed = True
+        for sub in list(self._subscribers):
+            sub.gone = True
+            sub.connection.close()
+            with sub.wakeup:
+                sub.wakeup.notify_all()
+        with self._acks:
+            self._acks.notify_all()
+
+    # ---- a standby's subscription ------------------------------------------------------------
+
+    def serve(self, connection: Connection, request: Header) -> None:
+        """Serve standby `connection` that sent `request` (`sub`), until it or this node stops."""
+        journal = self.journal
+        with journal.lock:
+            if self._closed or not journal.leading:
+                connection.send({"t": "not_notifier"})
+                return
+            first, _ = journal._log.bounds(journal.plan)
+            if request.get("text") != journal.deployed:
+                connection.send({"t": "other_text"})  # one of the two redeploys is still to come
+                return
+            asked = int(request.get("position", -1))
+            resume = (
+                not request.get("fresh")
+                and request.get("log_id") == journal.log_id
+                and request.get("term") == journal.term
+                and first - 1 <= asked <= journal.position
+            )
+            state = None if resume else journal._runtime().capture()
+            carried, delivered, covers = self.gate.carried() if state is not None else ([], 0, 0)
+            start = asked if resume else journal.position
+            header: Header = {"log_id": journal.log_id, "position": start, "term": journal.term}
+            header["clock"] = journal.clock.now
+            recent = [] if resume else journal.recent()
+            sub = _Subscriber(connection, journal.position)
+            with self._acks:
+                self._subscribers = [*self._subscribers, sub]
+                self._term.append(sub)
+        try:
+            if state is None:
+                connection.send({"t": "resume", **header})
+            else:
+                extra = {"recent": recent, "delivered": delivered, "covers": covers}
+                connection.send({"t": "state", **header, **extra}, state.encode())
+                for stream_id, events, where in carried:  # outputs not known written: it holds them too
+                    out = Events(stream_id, [e.timestamp for e in events], [tuple(e.data) for e in events])
+                    expired = [i for i, e in enumerate(events) if e.expired]
+                    connection.send(
+                        {
+                            "t": "out",
+                            "log": where.log_id,
+                            "p": where.position,
+                            "i": where.index,
+                            "x": expired,
+                        },
+                        encode(out),
+                    )
+            for position, payload in journal._log.read_payloads(journal.plan, start):
+                if position > sub.joined_at:
+                    break
+                connection.send({"t": "rec", "p": position}, payload)
+            with self._acks:
+                sub.live = True  # before it is told: a bundle settled from now on waits for it
+            connection.send({"t": "live"})
+            log.info(
+                "plan %s: standby %s %s at position %d",
+                journal.plan, sub.peer, "resumed" if resume else "joined from a snapshot", start,
+            )  # fmt: skip
+            sender = threading.Thread(target=self._send_loop, args=(sub,), daemon=True)
+            sender.start()
+            while not sub.gone:
+                answer, _ = connection.recv(4096)
+                if answer.get("t") == "ack":
+                    with self._acks:
+                        sub.acked = max(sub.acked, int(answer.get("p", 0)))
+                        sub.ready = bool(answer.get("ready"))
+                        self._supersede(sub)
+                        self._acks.notify_all()
+        except (PeerError, InputLogError) as exc:
+            if not sub.gone and not isinstance(exc, PeerClosed):
+                log.warning("plan %s: standby %s: %s", journal.plan, sub.peer, exc)
+        finally:
+            sub.gone = True
+            with sub.wakeup:
+                sub.wakeup.notify_all()
+            with self._acks:
+                self._subscribers = [s for s in self._subscribers if s is not sub]
+                self._acks.notify_all()
+
+    def _supersede(self, sub: _Subscriber) -> None:
+        """`sub` acknowledged in its subscription: its member was told `state` or `resume` first,
+        which ended what its earlier subscriptions let it believe (`Follower`)."""
+        if any(s.peer == sub.peer and s is not sub for s in self._term):
+            self._term = [s for s in self._term if s.peer != sub.peer or s is sub]
+
+    def _send_loop(self, sub: _Subscriber) -> None:
+        try:
+            while True:
+                with sub.wakeup:
+                    while not sub.queue and not sub.gone:
+                        sub.wakeup.wait(1.0)
+                    if sub.gone:
+                        return
+                    batch = list(sub.queue)
+                    sub.queue.clear()
+                for header, body in batch:
+                    sub.connection.send(header, body)
+        except PeerError:
+            sub.gone = True
+            sub.connection.close()
+
+
+class Follower:
+    """A standby's subscription to its plan's notifier, kept up by a thread until `stop`.
+
+    `notifier()` names where the notifier is reachable (None: none known yet); `connect(address)`
+    opens a connection to it; `install(blob)` replaces the plan's state with the notifier's;
+    `ended()` is called when a subscription ends (the notifier may have handed over or died).
+    """
+
+    def __init__(
+        self,
+        journal: PlanJournal,
+        gate: OutputGate,
+        notifier: Callable[[], str | None],
+        connect: Callable[[str], Connection],
+        install: Callable[[bytes], Any],
+        ended: Callable[[], object] = lambda: None,
+    ) -> None:
+        self.journal = journal
+        self.gate = gate
+        self._notifier = notifier
+        self._connect = connect
+        self._install = install
+        self._ended = ended
+        self._stop = threading.Event()
+        self._connection: Connection | None = None
+        self.live = False  # receiving the notifier's records as it appends them
+        self.ended_live = False  # the last subscription ended while live (the notifier died)
+        self.ended_at = 0.0  # when a subscription last ended (monotonic seconds)
+        self._fresh = False  # ask for the notifier's state instead of resuming (a redeploy)
+        self._resyncs = 0  # how many times `resync` was asked for
+        self._thread = threading.Thread(target=self._run, name=f"follow-{journal.plan}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        connection = self._connection
+        if connection is not None:
+            connection.close()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(5)
+
+    def resync(self) -> None:
+        """Take the notifier's state anew (this member's plan was redeployed): end the subscription
+        and subscribe again asking for a snapshot. Until it arrives this standby keeps what it
+        held (it may still take over: its state ran partly through the old text)."""
+        self._fresh = True
+        self._resyncs += 1
+        connection = self._connection
+        if connection is not None:
+            connection.close()
+
+    @property
+    def caught_up(self) -> bool:
+        """Whether this standby holds every record the notifier had acknowledged (and the outputs
+        a takeover must deliver)."""
+        return (self.live or self.ended_live) and self.gate.complete
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            address = self._notifier()
+            if address is None:
+                self._stop.wait(0.05)
+                continue
+            try:
+                self._follow(address)  # returned: stopped, or that member is not the notifier (yet)
+            except PeerError as exc:
+                # the subscription ended (the notifier died, stopped, or the network failed): if
+                # it was live, this standby holds everything the notifier acknowledged; an attempt
+                # that never connected (nothing listens there any more) changes nothing of that
+                if self._connection is not None:
+                    self.ended_live = self.live
+                    self.ended_at = time.monotonic()
+                    self._ended()
+                if not isinstance(exc, PeerClosed):
+                    log.warning("plan %s: following the notifier at %s: %s", self.journal.plan, address, exc)
+            except StateDoesNotFit as exc:  # asking again at once would not help
+                self.ended_live = False
+                log.warning("%s (asking again in %.0f s)", exc, STATE_RETRY_SECONDS)
+                self._stop.wait(STATE_RETRY_SECONDS)
+            except Exception as exc:  # a record it could not apply: it has a gap
+                self.ended_live = False
+                if isinstance(exc, InputLogError):
+                    log.warning("plan %s: following the notifier at %s: %s", self.journal.plan, address, exc)
+                else:
+                    log.exception("plan %s: following the notifier at %s failed", self.journal.plan, address)
+            finally:
+                self.live = False
+                connection, self._connection = self._connection, None
+                if connection is not None:
+                    connection.close()
+            self._stop.wait(0.05)
+
+    def _follow(self, address: str) -> None:
+        journal = self.journal
+        connection = self._connection = self._connect(address)
+        if self._stop.is_set():
+            return
+        resyncs = self._resyncs  # a state asked for before a later `resync` does not end that one
+        connection.send(
+            {
+                "t": "sub",
+                "plan": journal.plan,
+                "log_id": journal.log_id,
+                "position": journal.position,
+                "term": journal.term,
+                "text": journal.deployed,
+                "fresh": self._fresh,
+            }
+        )
+        while not self._stop.is_set():
+            header, body = connection.recv()
+            kind = header.get("t")
+            if kind == "rec":
+                journal.apply(int(header["p"]), body)
+                if self.live:
+                    connection.send({"t": "ack", "p": journal.position, "ready": self.gate.complete})
+            elif kind == "state":
+                self.ended_live = False
+                self._install(body)
+                position = int(header["position"])
+                recent = [int(d) for d in header.get("recent") or ()]
+                journal.adopt(
+                    str(header["log_id"]), position, int(header["clock"]), int(header["term"]), recent
+                )
+                if self._resyncs == resyncs:
+                    self._fresh = False
+                if "covers" in header:  # the notifier's unwritten outputs follow (`out`)
+                    self.gate.reset(int(header["covers"]), int(header["delivered"]))
+                else:
+                    self.gate.reset(position)
+            elif kind == "out":
+                self.gate.hold(*_carried(header, body))
+            elif kind == "resume":
+                self.ended_live = False
+                journal.resume(int(header["term"]))
+            elif kind == "live":
+                self.live = True
+                connection.send({"t": "ack", "p": journal.position, "ready": self.gate.complete})
+            elif kind == "delivered":
+                self.gate.trim(int(header["p"]))
+                if self.live:
+                    connection.send({"t": "ack", "p": journal.position, "ready": self.gate.complete})
+            elif kind in ("not_notifier", "other_text"):
+                return
+            elif kind == "dropped":
+                self.live = self.ended_live = False
+                log.warning("plan %s: the notifier dropped this standby: %s", journal.plan, header.get("why"))
+                return
+
+
+def _carried(header: Header, body: bytes) -> tuple[str, list[Event], Provenance]:
+    """An output the notifier held when this standby joined (`out`), as the gate holds it."""
+    record = decode(body)
+    if not isinstance(record, Events):
+        msg = "a carried output must be events"
+        raise InputLogError(msg)
+    expired = set(header.get("x") or ())
+    events = [
+        Event(ts, row, i in expired)
+        for i, (ts, row) in enumerate(zip(record.timestamps, record.rows, strict=True))
+    ]
+    return record.stream, events, Provenance(str(header["log"]), int(header["p"]), int(header["i"]))

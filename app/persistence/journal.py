@@ -1,0 +1,553 @@
+"""`PlanJournal`: a persistence-mode plan's input, logged before it is processed, and its clock.
+
+With `[persistence] input_log` on, a plan with a snapshot interval runs on a logged clock:
+every bundle is appended to the plan's input log (`app.persistence`) together with the time
+the plan's clock reads when it processes it (`Events.at`), and every firing of due timers is a
+`Tick` record of its own. The journal's lock orders appends and processing, so the log holds
+the records in the order the runtime saw them. Replaying the log after a snapshot's position
+into the restored runtime therefore does exactly what the dead process did: same clock
+readings, same timers, same outputs, in the same order.
+
+Outputs carry their provenance: output `index` of those the record at `position` of log
+`log_id` caused on one output stream (`origin`). A replay regenerates the same provenance, so
+an adapter that records what it wrote (RDBMS) skips what it already has.
+
+The clock never goes back: it reads the wall clock but never less than its last reading, so a
+wall clock stepped back (NTP) stalls the plan's time instead of reversing it.
+
+A redundant plan in a cluster has one journal per member, all holding the same log (same id,
+same positions). The notifier's journal `leads`: it takes bundles and ticks, and hands each
+record to its `replicas` (`app.cluster.replication`), whose `settle` waits until the standbys
+hold it. A standby's journal follows: bundles sent to it go to the notifier (`relay`), its
+timers fire only through the notifier's `Tick` records, and `apply` appends and processes the
+notifier's records at their positions.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from adapters.output.throttle import Throttle
+from app.persistence.input_log import Events, InputLog, Tick
+from app.persistence.records import Column, decode, encode, stamped
+from engine import Runtime
+from engine.errors import CEPError
+from ha.ports import LogPosition
+from ha.resends import DirectCopies, Resends, digest
+
+log = logging.getLogger(__name__)
+
+PROGRESS_SECONDS = 5.0
+ROOM_PER_EVENT = 4096  # bytes a bundle's record is assumed to need per event, at most
+ROOM_PER_BUNDLE = 64 * 1024
+MAX_UNSETTLED = 100_000  # positions whose settling is remembered (each is settled once, soon)
+
+
+def wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class LoggedClock:
+    """The `wall_time` of a journaled plan's runtime: reads what the journal last set."""
+
+    __slots__ = ("now",)
+
+    def __init__(self, now: int) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Outputs `index`, `index + 1`, ... on one stream of the record at `position` of log `log_id`."""
+
+    log_id: str
+    position: int
+    index: int
+
+
+class Replicas(Protocol):
+    """The standbys of a leading journal (`app.cluster.replication.Sequencer`)."""
+
+    def appended(self, position: int, payload: bytes) -> None:
+        """Record `position` was appended and processed (called under the journal's lock)."""
+
+    def settle(self, position: int) -> None:
+        """Return once the standbys hold `position` (or were given up on); release its outputs."""
+
+
+Relay = Callable[[str, list[tuple[Any, ...]], list[int]], None]
+
+
+class NotLeading(CEPError):
+    """A record came from a sequencer this journal does not follow, or out of order."""
+
+
+class BundleFailed(CEPError):
+    """The plan raised while processing a bundle that is logged at `position` (a replay meets
+    the same error there): the bundle is taken, and must still be made `durable`."""
+
+    def __init__(self, position: int, error: Exception) -> None:
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.position = position
+        self.error = error
+
+
+class PlanJournal:
+    """The input log and clock of one plan; its `runtime` is set (and switched on redeploy) by
+    the plan manager. Thread-safe."""
+
+    def __init__(self, plan: str, input_log: InputLog, wall: Callable[[], int] = wall_ms) -> None:
+        self.plan = plan
+        self._log = input_log
+        self._wall = wall
+        self.lock = threading.Lock()
+        self.log_id = input_log.log_id(plan)
+        self.runtime: Runtime | None = None
+        self.replaying = False
+        self._emitted: dict[str, int] = {}  # per output stream: outputs of `_emitted_at` so far
+        self._emitted_at = 0
+        self._failures = Throttle(10.0)
+        self.leading = True  # False: a standby of a redundant plan (its notifier sequences)
+        self.replicas: Replicas | None = None
+        self.relay: Relay | None = None
+        self.term = 0  # the lease epoch of the sequencer of the newest record (0: not replicated)
+        self._log_term = input_log.term(plan)  # the term whose log the local log copies, kept on disk
+        self._settlers: dict[int, Replicas] = {}  # position → the standbys of the term that sequenced it
+        self.resends: Resends | None = None  # a redundant plan's: bundles a takeover made clients resend
+        self.copies: DirectCopies | None = None  # full-active-active: a standby's own copies of bundles
+        self.deployed: str | None = None  # the fingerprint of the plan text its runtime runs
+        first, last = input_log.bounds(plan)
+        self.position = last  # the newest record appended (and processed)
+        self.clock = LoggedClock(self._first_time(first, last))
+
+    def _first_time(self, first: int, last: int) -> int:
+        """The time the plan started at: a new log begins with a `Tick` of it, so that a replay
+        of the whole log starts the plan's clock (and its triggers' phase) where it started."""
+        if first == 1 and last >= 1:
+            for _, record in self._log.read(self.plan, 0):
+                return record.time_ms if isinstance(record, Tick) else record.at
+        now = self._wall()
+        if last == 0:
+            self.position = self._log.append(self.plan, Tick(now))
+        return now
+
+    # ---- live ----------------------------------------------------------------------------
+
+    def send(
+        self,
+        stream: str,
+        rows: list[tuple[Any, ...]],
+        timestamps: Sequence[int] | int,
+        columns: tuple[Column, ...] | None = None,
+        *,
+        forward: bool = True,
+    ) -> int:
+        """Log, then process, a bundle; its position. Call `durable(position)` before
+        acknowledging it. An error of the plan propagates after the bundle is logged (a replay
+        meets the same error at the same point). `columns`: the rows by attribute with their
+        types, when the receiver has them (see `Events`). The bundle is encoded before the
+        lock is taken (only the clock reading is filled in under it), so that other
+        receivers' bundles for the plan wait for the append, not for the encoding.
+        `forward=False` (a bundle another member relayed here): sequence it only while this
+        journal leads, else raise `NotLeading` (the relaying member tries again, and takes it
+        itself if it wins the lease; passed on from here it could reach the new notifier twice)."""
+        ts = [timestamps] * len(rows) if isinstance(timestamps, int) else list(timestamps)
+        if self.copies is not None and forward:
+            # full-active-active: never relayed (the notifier has its own copy); decided under the
+            # lock, so a step-down in between cannot send it to the next notifier as well
+            unstamped = self._log.encode(self.plan, Events(stream, ts, rows, 0, columns))
+            with self.lock:
+                if self.copies is not None:
+                    if not self.leading:
+                        self.copies.arrived(stream, rows, ts)
+                        return 0
+                    return self._sequence(stream, rows, ts, unstamped)
+        while forward:
+            relay = self._relay_or_none()
+            if relay is None:
+                break
+            try:
+                relay(stream, rows, ts)  # the notifier took them: nothing left to wait for here
+                return 0
+            except NotLeading:
+                if not self.leading:
+                    raise
+                # this node became the notifier meanwhile: it takes them itself
+        unstamped = self._log.encode(self.plan, Events(stream, ts, rows, 0, columns))
+        with self.lock:
+            if self.leading:
+                return self._sequence(stream, rows, ts, unstamped, relayed=not forward)
+        if not forward:
+            msg = f"plan '{self.plan}': this node no longer leads it"
+            raise NotLeading(msg)
+        return self.send(stream, rows, ts, columns)  # it stopped leading meanwhile: relay them
+
+    def _sequence(
+        self,
+        stream: str,
+        rows: list[tuple[Any, ...]],
+        ts: list[int],
+        unstamped: bytes,
+        *,
+        relayed: bool = False,
+    ) -> int:
+        """Append and process a bundle as the plan's sequencer (under the lock); its position.
+        `relayed`: another member relayed it (it may be a resend of one this node took)."""
+        at = max(self.clock.now, self._wall())
+        if self.resends is not None:
+            bundle = digest(stream, ts, rows)
+            if self.resends.resent(bundle, at):
+                log.info("plan %s: a bundle sent again after a takeover was not processed twice", self.plan)
+                return self.position
+            if relayed and self.resends.relayed_again(bundle, at):
+                log.info(
+                    "plan %s: a bundle sent again through another member was not processed twice", self.plan
+                )
+                return self.position
+            self.resends.seen(bundle, at)
+        payload = stamped(unstamped, at)
+        position = self._log.append(self.plan, payload, wait=False)
+        self.clock.now = at
+        self.position = position
+        if self.replicas is not None:
+            self._settlers[position] = self.replicas
+            while len(self._settlers) > MAX_UNSETTLED:
+                del self._settlers[next(iter(self._settlers))]
+        try:
+            self._process(lambda runtime: runtime.send(stream, rows, ts))
+        except Exception as exc:  # logged: it must still be settled before it is acknowledged
+            raise BundleFailed(position, exc) from exc
+        finally:
+            if self.replicas is not None:
+                self.replicas.appended(position, payload)
+        return position
+
+    def _relay_or_none(self) -> Relay | None:
+        """Where bundles go while this journal follows; None while it leads."""
+        if self.leading:
+            return None
+        relay = self.relay
+        if relay is None:
+            msg = f"plan '{self.plan}' has no notifier to take these events"
+            raise NotLeading(msg)
+        return relay
+
+    def tick(self) -> int | None:
+        """Fire the timers due by now, as a logged `Tick`; the next due time (ms) or None."""
+        with self.lock:
+            runtime = self._runtime()
+            due = runtime.next_timer()
+            if due is None or not self.leading:
+                return None
+            now = max(self.clock.now, self._wall())
+            if due > now:
+                return due
+            payload = encode(Tick(now))
+            position = self._log.append(self.plan, payload)
+            self.clock.now = now
+            self.position = position
+            replicas = self.replicas
+            try:
+                self._process(lambda r: r.tick())
+            finally:
+                if replicas is not None:
+                    replicas.appended(position, payload)
+            due = self._runtime().next_timer()
+        if replicas is not None:
+            try:
+                replicas.settle(position)
+            except NotLeading:
+                pass  # a tick is no one's bundle: the next notifier's clock fires the timers
+        return due
+
+    def check_room(self, rows: int) -> None:
+        """`InputLogFull` when a bundle of `rows` events might not fit in the plan's log (a
+        generous estimate: the exact check comes with the append)."""
+        self._log.check_room(self.plan, ROOM_PER_EVENT * rows + ROOM_PER_BUNDLE)
+
+    def durable(self, position: int) -> None:
+        """Return once the record at `position` is as durable as the fsync policy makes it
+        (and, leading a redundant plan, held by its standbys). Position 0: relayed, nothing to do."""
+        if position:
+            self._log.durable(self.plan, position)
+            replicas = self._settlers.get(position)  # the standbys of the term that sequenced it
+            if replicas is not None:
+                replicas.settle(position)
+
+    # ---- replication -----------------------------------------------------------------------
+
+    def apply(self, position: int, payload: bytes) -> None:
+        """Append and process record `position` of the notifier (this journal follows it)."""
+        record = decode(payload)
+        with self.lock:
+            if self.leading or position != self.position + 1:
+                msg = f"plan '{self.plan}': record {position} does not follow {self.position} here"
+                raise NotLeading(msg)
+            self._log.append(self.plan, payload, wait=False)
+            self.position = position
+            try:
+                if isinstance(record, Tick):
+                    self.clock.now = record.time_ms
+                    self._process(lambda r: r.tick())
+                else:
+                    self.clock.now = record.at
+                    bundle = digest(record.stream, record.timestamps, record.rows)
+                    if self.resends is not None:
+                        self.resends.seen(bundle)
+                    if self.copies is not None:
+                        self.copies.sequenced(bundle)
+                    self._process(lambda r: r.send(record.stream, record.rows, record.timestamps))
+            except Exception as exc:  # the notifier met the same error here and went on
+                self._log_failure(position, exc)
+
+    def adopt(
+        self, log_id: str, position: int, clock_now: int, term: int, recent: Sequence[int] = ()
+    ) -> None:
+        """Continue the notifier's log `log_id` after `position`: the runtime was just given the
+        state that covers it (so this journal's own records no longer count). `recent`: the
+        digests of the bundles the notifier sequenced last (`ha.resends`)."""
+        with self.lock:
+            if self.resends is not None:
+                self.resends.replace(recent)
+            if self.copies is not None:
+                for bundle in recent:
+                    self.copies.sequenced(bundle)
+            self._log.adopt(self.plan, log_id, position)
+            self.log_id, self.position = log_id, position
+            self._set_term(term)
+            self.clock.now = clock_now
+            self._emitted.clear()
+            self._emitted_at = 0
+
+    def lead(self, term: int, replicas: Replicas | None) -> int:
+        """Sequence from now on, under lease epoch `term`; the position the term starts after.
+        A full-active-active standby's copies the old notifier never sequenced come first."""
+        with self.lock:
+            self._set_term(term)
+            self.leading, self.replicas = True, replicas
+            self.clock.now = max(self.clock.now, self._wall())
+            if self.resends is not None:
+                self.resends.took_over(self.clock.now)
+            after = self.position
+            if self.copies is not None:
+                taken = self.copies.take()
+                for stream, rows, ts in taken:
+                    try:
+                        self._sequence(
+                            stream, rows, ts, self._log.encode(self.plan, Events(stream, ts, rows, 0))
+                        )
+                    except BundleFailed as exc:  # logged and taken, as a replay will: the others still count
+                        log.error("plan %s failed on a bundle it held for a takeover: %s", self.plan, exc)
+                if taken:
+                    log.info(
+                        "plan %s: %d bundles clients sent to this node that the old notifier never sequenced "
+                        "are processed now",
+                        self.plan, len(taken),
+                    )  # fmt: skip
+            return after
+
+    def resume(self, term: int) -> None:
+        """This node's log is a prefix of the log of lease term `term` (a standby resumed in it)."""
+        with self.lock:
+            self._set_term(term)
+
+    def _set_term(self, term: int) -> None:
+        self.term = term
+        if term != self._log_term:
+            self._log.set_term(self.plan, term)
+            self._log_term = term
+
+    def held(self) -> LogPosition:
+        """Where this node's copy of the plan's ordered input stands, as the notifier lease's
+        requirement counts it (`ha.ports.LeaseStore`). The term survives restarts with the log:
+        a member restarted with its log holds what it held."""
+        return LogPosition(self._log_term, self.position)
+
+    def follow(self, relay: Relay | None) -> None:
+        """Stop sequencing: bundles go to the notifier through `relay` from now on."""
+        with self.lock:
+            self.leading, self.replicas, self.relay = False, None, relay
+
+    def capture(self) -> tuple[Any, str, int]:
+        """The plan's state and the log position it covers, consistent with each other."""
+        with self.lock:
+            return self._runtime().capture(), self.log_id, self.position
+
+    def origin(self, stream: str, n: int) -> Provenance:
+        """Provenance of the next `n` outputs on `stream`; called while a record is processed."""
+        if self._emitted_at != self.position:
+            self._emitted.clear()
+            self._emitted_at = self.position
+        index = self._emitted.get(stream, 0)
+        self._emitted[stream] = index + n
+        return Provenance(self.log_id, self.position, index)
+
+    def _runtime(self) -> Runtime:
+        if self.runtime is None:
+            msg = f"plan '{self.plan}' has no runtime yet"
+            raise CEPError(msg)
+        return self.runtime
+
+    def _process(self, step: Callable[[Runtime], object]) -> None:
+        runtime = self._runtime()
+        try:
+            step(runtime)
+        except CEPError:
+            if self.runtime is runtime or self.runtime is None:
+                raise
+            step(self.runtime)  # redeployed meanwhile: the new runtime holds the state now
+
+    # ---- recovery --------------------------------------------------------------------------
+
+    def recent(self) -> list[int]:
+        """Digests of the bundles sequenced last (with the state a joining standby gets)."""
+        return [] if self.resends is None else self.resends.recent()
+
+    def recover(
+        self, restored: bool, log_id: str | None = None, position: int | None = None, *, replica: bool = False
+    ) -> int:
+        """After the runtime was restored from a snapshot covering `position` of log `log_id`
+        (`restored` False: no snapshot), replay what the log holds after it; how many records.
+        When the log cannot continue that state (a snapshot taken without the log, another
+        node's or an older log, a truncated or shorter log), the log is reset: the state
+        restored is all there is."""
+        first, last = self._log.bounds(self.plan)
+        if not restored:
+            if first == 1:
+                return self._replay(0)
+            why = f"it starts at position {first} and no snapshot covers the records before"
+        elif log_id is None or position is None:
+            why = "the snapshot restored was taken without the input log"
+        elif log_id != self.log_id:
+            why = "the snapshot restored was taken on another node or before the log was reset"
+        elif position > last:
+            why = f"the snapshot restored covers position {position} but the log ends at {last}"
+        elif position + 1 < first:
+            why = f"the snapshot restored covers position {position} but the log starts at {first}"
+        else:
+            return self._replay(position)
+        if last >= first and replica:  # a member's copy of a notifier's log: it catches up from the notifier
+            log.info(
+                "plan %s: its local copy of the input log (records %d to %d) cannot be replayed (%s); "
+                "it catches up from the notifier",
+                self.plan, first, last, why,
+            )  # fmt: skip
+        elif last >= first:
+            log.warning(
+                "plan %s: its input log does not continue the state restored (%s): "
+                "its records %d to %d are not replayed",
+                self.plan, why, first, last,
+            )  # fmt: skip
+        self.reset()
+        return 0
+
+    def reset(self) -> None:
+        """Start a new, empty log for the plan (`--discard-state`, a log that cannot be used)."""
+        with self.lock:
+            self.log_id = self._log.reset(self.plan)
+            self.term = self._log_term = 0  # a new log: no term's records
+            self._emitted.clear()
+            self._emitted_at = 0
+            self.clock.now = max(self.clock.now, self._wall())
+            self.position = self._log.append(self.plan, Tick(self.clock.now))
+
+    def _replay(self, after: int) -> int:
+        runtime = self._runtime()
+        _, last = self._log.bounds(self.plan)
+        if last <= after:
+            return 0
+        total = last - after
+        log.info("plan %s: replaying %d input log records after position %d", self.plan, total, after)
+        started = shown = time.monotonic()
+        done = failed = 0
+        with self.lock:
+            self.replaying = True
+            try:
+                for position, record in self._log.read(self.plan, after):
+                    self.position = position
+                    try:
+                        if isinstance(record, Tick):
+                            self.clock.now = record.time_ms
+                            runtime.tick()
+                        else:
+                            self.clock.now = record.at
+                            runtime.send(record.stream, record.rows, record.timestamps)
+                    except Exception as exc:  # the live run met the same error here and went on
+                        failed += 1
+                        self._log_failure(position, exc)
+                    done += 1
+                    if time.monotonic() - shown >= PROGRESS_SECONDS:
+                        shown = time.monotonic()
+                        log.info("plan %s: replayed %d of %d input log records", self.plan, done, total)
+            finally:
+                self.replaying = False
+        log.info(
+            "plan %s: replayed %d input log records in %.1f s%s",
+            self.plan,
+            done,
+            time.monotonic() - started,
+            f" ({failed} failed, as they did when they arrived)" if failed else "",
+        )
+        return done
+
+    def _log_failure(self, position: int, exc: Exception) -> None:
+        allowed, held = self._failures.allow()
+        if allowed:
+            log.warning(
+                "plan %s: input log record %d failed in replay: %s%s",
+                self.plan,
+                position,
+                exc,
+                f" ({held} similar not shown)" if held else "",
+            )
+
+
+class Journals:
+    """The journals of the plans that have one, by plan name; each made on first use, and the
+    input log (`open_log()`) opened with the first."""
+
+    def __init__(self, open_log: Callable[[], InputLog], wall: Callable[[], int] = wall_ms) -> None:
+        self._open_log = open_log
+        self._input_log: InputLog | None = None
+        self._wall = wall
+        self._journals: dict[str, PlanJournal] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def input_log(self) -> InputLog:
+        with self._lock:
+            if self._input_log is None:
+                self._input_log = self._open_log()
+            return self._input_log
+
+    def of(self, plan: str) -> PlanJournal:
+        input_log = self.input_log
+        with self._lock:
+            journal = self._journals.get(plan)
+            if journal is None:
+                journal = self._journals[plan] = PlanJournal(plan, input_log, self._wall)
+            return journal
+
+    def get(self, plan: str) -> PlanJournal | None:
+        return self._journals.get(plan)
+
+    def truncate(self, plan: str, log_id: str, upto: int) -> int:
+        """Drop the records of `plan`'s log up to `upto` if it is log `log_id`; segments deleted."""
+        if self._journals.get(plan) is None:
+            return 0
+        return self.input_log.truncate(plan, upto, log_id)
+
+    def sizes(self) -> dict[str, int]:
+        return {} if self._input_log is None else self._input_log.sizes()
+
+    def close(self) -> None:
+        if self._input_log is not None:
+            self._input_log.close()

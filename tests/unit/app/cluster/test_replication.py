@@ -1,0 +1,410 @@
+"""One ordered input per plan, on real loopback sockets: a standby that joins a running notifier
+from its snapshot and then follows its records computes exactly the notifier's outputs (time
+windows, time batches and `within` patterns included, whatever its own wall clock says), keeps
+the notifier's log, and when it takes over carries on as if one process had run it all."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from app.cluster.errors import StateDoesNotFit
+from app.cluster.gate import OutputGate
+from app.cluster.peers import Connection, PeerServer, connect
+from app.cluster.replication import Follower, Sequencer
+from app.persistence.journal import Provenance
+from engine.events import Event
+from ha.ports import LogPosition
+from tests.support.journals import OPS, Run, Wall
+
+SECRET = b"sixteen-or-more-characters"
+
+
+def no_outputs(*_: Any) -> None:
+    """The runs collect their outputs themselves; the gates are only asked to release them."""
+
+
+def wait(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def test_a_standby_joined_from_a_snapshot_computes_what_the_notifier_does_and_takes_over(
+    tmp_path: Path,
+) -> None:
+    whole = Run(tmp_path / "whole")
+    whole.do(OPS)
+
+    notifier = Run(tmp_path / "a", Wall(OPS[0][0]))
+    sequencer = Sequencer(notifier.journal, OutputGate("p", no_outputs))
+    notifier.journal.lead(1, sequencer)
+    join = 6
+    notifier.do(OPS[:join])
+
+    def serve(connection: Connection) -> None:
+        request, _ = connection.recv()
+        sequencer.serve(connection, request)
+
+    server = PeerServer("127.0.0.1", 0, "a", SECRET, serve)
+    server.start()
+    standby = Run(tmp_path / "b", Wall(10**12))  # its own wall clock must never count
+    standby.journal.follow(None)
+    follower = Follower(
+        standby.journal,
+        OutputGate("p", no_outputs),
+        notifier=lambda: f"127.0.0.1:{server.port}",
+        connect=lambda address: connect(address, "b", "replicate", SECRET),
+        install=standby.runtime.restore,
+    )
+    try:
+        follower.start()
+        wait(lambda: follower.live, "the standby to join")
+        assert standby.journal.log_id == notifier.journal.log_id
+        emitted_at_join = len(notifier.out)
+        takeover = len(OPS) - 4
+        notifier.do(OPS[join:takeover])
+        wait(lambda: standby.journal.position == notifier.journal.position, "the standby to catch up")
+        assert standby.out == notifier.out[emitted_at_join:]
+        assert standby.log.bounds("p")[1] == notifier.log.bounds("p")[1]
+    finally:
+        follower.stop()
+        server.stop()
+    # the notifier dies; the standby, with everything it acknowledged, leads from here, on its
+    # wall clock from now on
+    standby.wall.now = OPS[takeover - 1][0]
+    standby.journal.lead(2, None)
+    standby.do(OPS[takeover:])
+    assert notifier.out[:emitted_at_join] + standby.out == whole.out
+
+
+def test_a_standby_that_lost_its_connection_resumes_where_it_was(tmp_path: Path) -> None:
+    notifier = Run(tmp_path / "a", Wall(OPS[0][0]))
+    sequencer = Sequencer(notifier.journal, OutputGate("p", no_outputs))
+    notifier.journal.lead(1, sequencer)
+    notifier.do(OPS[:4])
+    connections: list[Connection] = []
+
+    def serve(connection: Connection) -> None:
+        connections.append(connection)
+        request, _ = connection.recv()
+        sequencer.serve(connection, request)
+
+    server = PeerServer("127.0.0.1", 0, "a", SECRET, serve)
+    server.start()
+    standby = Run(tmp_path / "b", Wall(10**12))
+    standby.journal.follow(None)
+    installs: list[int] = []
+
+    def install(blob: bytes) -> None:
+        installs.append(len(blob))
+        standby.runtime.restore(blob)
+
+    follower = Follower(
+        standby.journal,
+        OutputGate("p", no_outputs),
+        notifier=lambda: f"127.0.0.1:{server.port}",
+        connect=lambda address: connect(address, "b", "replicate", SECRET),
+        install=install,
+    )
+    try:
+        follower.start()
+        wait(lambda: follower.live, "the standby to join")
+        connections[-1].close()  # the network drops the subscription
+        wait(lambda: len(connections) == 2 and follower.live, "the standby to resume")
+        notifier.do(OPS[4:])
+        wait(lambda: standby.journal.position == notifier.journal.position, "the standby to catch up")
+        assert len(installs) == 1  # resumed from its own log: no second snapshot
+    finally:
+        follower.stop()
+        server.stop()
+
+
+def test_a_standby_whose_notifier_died_stays_eligible_while_it_cannot_reconnect(tmp_path: Path) -> None:
+    """Its live subscription ended: it holds everything the notifier acknowledged. Its attempts to
+    subscribe again (refused: nothing listens there any more) must not cost it that, or no member
+    could take the dead notifier's place. The end is reported once (the member then reads who
+    holds the lease at once), the failed attempts are not."""
+    notifier = Run(tmp_path / "a", Wall(OPS[0][0]))
+    sequencer = Sequencer(notifier.journal, OutputGate("p", no_outputs))
+    notifier.journal.lead(1, sequencer)
+    notifier.do(OPS[:4])
+    connections: list[Connection] = []
+
+    def serve(connection: Connection) -> None:
+        connections.append(connection)
+        request, _ = connection.recv()
+        sequencer.serve(connection, request)
+
+    server = PeerServer("127.0.0.1", 0, "a", SECRET, serve)
+    server.start()
+    address = f"127.0.0.1:{server.port}"
+    asked: list[str] = []
+
+    def where() -> str:
+        asked.append(address)
+        return address
+
+    standby = Run(tmp_path / "b", Wall(10**12))
+    standby.journal.follow(None)
+    ended: list[float] = []
+    follower = Follower(
+        standby.journal,
+        OutputGate("p", no_outputs),
+        notifier=where,
+        connect=lambda address: connect(address, "b", "replicate", SECRET),
+        install=standby.runtime.restore,
+        ended=lambda: ended.append(time.monotonic()),
+    )
+    try:
+        follower.start()
+        wait(lambda: follower.live, "the standby to join")
+        sequencer.delivered(notifier.journal.position)  # the outputs it holds none of are written
+        wait(lambda: follower.caught_up, "the standby to hold what a takeover needs")
+        assert ended == []
+        server.stop()
+        sequencer.close()  # the notifier's process is gone: its connections close
+        for connection in connections:
+            connection.close()
+        wait(lambda: not follower.live, "the subscription to end")
+        tried = len(asked)
+        wait(lambda: len(asked) >= tried + 3, "attempts to subscribe again")
+        assert follower.caught_up
+        assert len(ended) == 1
+    finally:
+        follower.stop()
+
+
+def test_a_standby_joined_from_a_snapshot_gets_the_unwritten_outputs_and_may_take_over_at_once(
+    tmp_path: Path,
+) -> None:
+    """The notifier sends what it has not seen written with the snapshot: the standby holds those
+    outputs (same origins) and could take over without waiting for a report of what is written."""
+    notifier = Run(tmp_path / "a", Wall(OPS[0][0]))
+    notifier_gate = OutputGate("p", no_outputs)
+    sequencer = Sequencer(notifier.journal, notifier_gate)
+    notifier.journal.lead(1, sequencer)
+    notifier.do(OPS[:4])
+    log_id = notifier.journal.log_id
+    written = Provenance(log_id, 2, 0)
+    unwritten = [Provenance(log_id, 3, 0), Provenance(log_id, 4, 1)]
+    notifier_gate.hold("out:1.0.0", [Event(10, ("x", 1))], written)
+    notifier_gate.hold(
+        "out:1.0.0", [Event(20, ("y", 2.5)), Event(21, (None, -1), expired=True)], unwritten[0]
+    )
+    notifier_gate.hold("other:1.0.0", [Event(30, ("z", True))], unwritten[1])
+    notifier_gate.trim(2)  # position 2's outputs are written
+
+    def serve(connection: Connection) -> None:
+        request, _ = connection.recv()
+        sequencer.serve(connection, request)
+
+    server = PeerServer("127.0.0.1", 0, "a", SECRET, serve)
+    server.start()
+    standby = Run(tmp_path / "b", Wall(10**12))
+    standby.journal.follow(None)
+    delivered: list[tuple[str, list[Event], Any]] = []
+    standby_gate = OutputGate(
+        "p", lambda stream, events, where, fence: delivered.append((stream, events, where[1]))
+    )
+    follower = Follower(
+        standby.journal,
+        standby_gate,
+        notifier=lambda: f"127.0.0.1:{server.port}",
+        connect=lambda address: connect(address, "b", "replicate", SECRET),
+        install=standby.runtime.restore,
+    )
+    try:
+        follower.start()
+        wait(lambda: follower.live, "the standby to join")
+        assert follower.caught_up  # no report of written outputs needed
+        assert (
+            sequencer.in_sync() == ["b"]
+            or wait(lambda: sequencer.in_sync() == ["b"], "the ready ack") is None
+        )
+    finally:
+        follower.stop()
+        server.stop()
+    standby_gate.open(object(), standby.journal.position)  # it takes over: the unwritten outputs go out again
+    assert [
+        (s, [(e.timestamp, tuple(e.data), e.expired) for e in events], w) for s, events, w in delivered
+    ] == [
+        ("out:1.0.0", [(20, ("y", 2.5), False), (21, (None, -1), True)], unwritten[0]),
+        ("other:1.0.0", [(30, ("z", True), False)], unwritten[1]),
+    ]
+
+
+def acknowledged(run: Run, ops: list[tuple[int, int | None]]) -> None:
+    """Run `ops` as a receiver would: each bundle is acknowledged (settled) before the next."""
+    for op in ops:
+        run.do([op])
+        if op[1] is not None:
+            run.journal.durable(run.journal.position)
+
+
+def test_the_notifier_makes_the_lease_require_what_a_standby_of_its_term_may_lack(tmp_path: Path) -> None:
+    """A standby whose subscription ended counts itself able to take over (it cannot tell a drop
+    from the notifier's death). So the notifier raises the lease's requirement before its term's
+    first acknowledgement and before acknowledging a record such a standby may lack — and only
+    then: while every standby of its term holds each record, the lease is left alone."""
+    notifier = Run(tmp_path / "a", Wall(OPS[0][0]))
+    required: list[LogPosition] = []
+
+    def confirm(since: float, require: LogPosition) -> bool:
+        required.append(require)
+        return True
+
+    sequencer = Sequencer(notifier.journal, OutputGate("p", no_outputs), confirm=confirm)
+    notifier.journal.lead(4, sequencer)
+    acknowledged(notifier, OPS[:1])
+    assert required == [LogPosition(4, notifier.journal.position)]  # the term's first acknowledgement
+    connections: list[Connection] = []
+
+    def serve(connection: Connection) -> None:
+        connections.append(connection)
+        request, _ = connection.recv()
+        sequencer.serve(connection, request)
+
+    server = PeerServer("127.0.0.1", 0, "a", SECRET, serve)
+    server.start()
+    reachable = True
+    standby = Run(tmp_path / "b", Wall(10**12))
+    standby.journal.follow(None)
+    follower = Follower(
+        standby.journal,
+        OutputGate("p", no_outputs),
+        notifier=lambda: f"127.0.0.1:{server.port}" if reachable else None,
+        connect=lambda address: connect(address, "b", "replicate", SECRET),
+        install=standby.runtime.restore,
+    )
+    try:
+        follower.start()
+        wait(lambda: follower.live, "the standby to join")
+        wait(lambda: sequencer.in_sync() == ["b"], "the standby to be in sync")
+        before = len(required)
+        acknowledged(notifier, OPS[1:6])
+        assert len(required) == before  # the standby held each record before it was acknowledged
+        reachable = False
+        connections[-1].close()  # the subscription ends: the standby cannot tell why
+        wait(lambda: not follower.live and sequencer.in_sync() == [], "the subscription to end")
+        assert follower.caught_up
+        acknowledged(notifier, OPS[6:8])
+        assert required[before:] == [
+            LogPosition(4, p) for p in range(notifier.journal.position - 1, notifier.journal.position + 1)
+        ]
+        assert standby.journal.held().covers(required[-1]) is False  # the lease would refuse it
+        reachable = True  # it subscribes again: resumed in the same term, it holds them
+        wait(lambda: sequencer.in_sync() == ["b"], "the standby to resume")
+        assert standby.journal.held() == LogPosition(4, notifier.journal.position)
+        before = len(required)
+        acknowledged(notifier, OPS[8:])
+        assert len(required) == before
+    finally:
+        follower.stop()
+        server.stop()
+
+
+def serving(sequencer: Sequencer) -> PeerServer:
+    """The notifier's cluster port, serving subscriptions to `sequencer` (started)."""
+
+    def serve(connection: Connection) -> None:
+        request, _ = connection.recv()
+        sequencer.serve(connection, request)
+
+    server = PeerServer("127.0.0.1", 0, "a", SECRET, serve)
+    server.start()
+    return server
+
+
+def following(
+    standby: Run, server: PeerServer, gate: OutputGate, install: Callable[[bytes], Any]
+) -> Follower:
+    """Standby `standby`'s subscription to the notifier at `server` (not started)."""
+    return Follower(
+        standby.journal,
+        gate,
+        notifier=lambda: f"127.0.0.1:{server.port}",
+        connect=lambda address: connect(address, "b", "replicate", SECRET),
+        install=install,
+    )
+
+
+def test_a_standby_whose_plan_was_redeployed_takes_the_notifiers_state_once_both_run_the_new_text(
+    tmp_path: Path,
+) -> None:
+    """Between the two members' redeploys the records ran through different texts: the standby
+    subscribes again asking for a snapshot, is refused while the notifier still runs the old
+    text, and stays able to take over meanwhile (it holds every record)."""
+    notifier = Run(tmp_path / "a", Wall(OPS[0][0]))
+    notifier.journal.deployed = "text-1"
+    sequencer = Sequencer(notifier.journal, OutputGate("p", no_outputs))
+    notifier.journal.lead(1, sequencer)
+    notifier.do(OPS[:4])
+    server = serving(sequencer)
+    standby = Run(tmp_path / "b", Wall(10**12))
+    standby.journal.deployed = "text-1"
+    standby.journal.follow(None)
+    installs: list[int] = []
+
+    def install(blob: bytes) -> None:
+        installs.append(len(blob))
+        standby.runtime.restore(blob)
+
+    gate = OutputGate("p", no_outputs)
+    follower = following(standby, server, gate, install)
+    try:
+        follower.start()
+        wait(lambda: follower.live, "the standby to join")
+        sequencer.delivered(notifier.journal.position)
+        wait(lambda: follower.caught_up, "the standby to hold what a takeover needs")
+        assert len(installs) == 1
+        standby.journal.deployed = "text-2"  # the standby's plan was redeployed first
+        follower.resync()
+        wait(lambda: not follower.live, "the subscription to end")
+        time.sleep(0.3)  # it asks again and again: the notifier runs the old text
+        assert not follower.live and len(installs) == 1
+        assert follower.caught_up  # it still holds every record: it may take over meanwhile
+        notifier.do(OPS[4:8])
+        notifier.journal.deployed = "text-2"
+        wait(lambda: follower.live, "the standby to join again")
+        assert len(installs) == 2  # from a snapshot of the notifier's state, not resumed
+        notifier.do(OPS[8:])
+        wait(lambda: standby.journal.position == notifier.journal.position, "the standby to catch up")
+        assert standby.runtime.snapshot() == notifier.runtime.snapshot()
+    finally:
+        follower.stop()
+        server.stop()
+
+
+def test_a_standby_whose_state_does_not_fit_the_notifiers_is_not_eligible_and_asks_again_later(
+    tmp_path: Path,
+) -> None:
+    """Members on different versions (a rolling upgrade that changed a state's shape): the
+    standby cannot be a copy of the notifier, so it never counts itself able to take over, and
+    it does not ask for the whole state again and again."""
+    notifier = Run(tmp_path / "a", Wall(OPS[0][0]))
+    sequencer = Sequencer(notifier.journal, OutputGate("p", no_outputs))
+    notifier.journal.lead(1, sequencer)
+    notifier.do(OPS[:4])
+    server = serving(sequencer)
+    standby = Run(tmp_path / "b", Wall(10**12))
+    standby.journal.follow(None)
+    attempts: list[float] = []
+
+    def install(blob: bytes) -> None:
+        attempts.append(time.monotonic())
+        raise StateDoesNotFit("p", ["query 'sliding'"])
+
+    follower = following(standby, server, OutputGate("p", no_outputs), install)
+    try:
+        follower.start()
+        wait(lambda: len(attempts) == 1, "the standby to try the notifier's state")
+        time.sleep(1.0)
+        assert len(attempts) == 1
+        assert not follower.live and not follower.caught_up
+    finally:
+        follower.stop()
+        server.stop()
