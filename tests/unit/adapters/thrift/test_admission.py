@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapters.thrift.admission import Admission
+from adapters.thrift.admission import PER_ADDRESS_KEY, Admission, Refusal
 
 
 def admission(plain: int = 4, tls: int = 2, per_address: int = 3) -> Admission:
@@ -29,11 +29,14 @@ def test_an_ipv6_client_counts_per_slash_64() -> None:
 
 
 def test_the_per_address_budget_spans_both_ports() -> None:
-    gate = admission()
-    gate.admit("plain", "10.0.0.1")
-    gate.admit("plain", "10.0.0.1")
-    gate.admit("tls", "10.0.0.1")
-    assert gate.admit("tls", "10.0.0.1") is not None
+    gate = admission()  # per address 3; the TLS port has room for 2
+    assert [gate.admit(kind, "10.0.0.1") for kind in ("plain", "plain", "tls")] == [None] * 3
+    assert gate.admit("tls", "10.0.0.1") == Refusal(
+        PER_ADDRESS_KEY,
+        "3 connections from 10.0.0.1 are open already (thrift.max_connections_per_address); "
+        "close idle ones or raise the limit",
+    )
+    assert (gate.open_count("plain"), gate.open_count("tls")) == (2, 1)  # the refusal took nothing
 
 
 def test_a_full_plain_port_does_not_lock_out_logins() -> None:
