@@ -93,7 +93,9 @@ def check_case(case: dict[str, Any]) -> str | None:
 
 
 def check_invalid(case: dict[str, Any]) -> str | None:
-    """None when `cepheus validate` rejects the plan with file:line:col, else why not."""
+    """None when `cepheus validate` rejects the plan with `file:line:col: message` at the case's
+    `at` ("line:col"), else why not. A case without `at` (the format allows it) must still
+    point inside the plan: at an existing line, and a column within it or just past its end."""
     with tempfile.TemporaryDirectory() as tmp:
         plan = Path(tmp, "plan.siddhi")
         plan.write_text(case["plan"], encoding="utf-8")
@@ -104,9 +106,15 @@ def check_invalid(case: dict[str, Any]) -> str | None:
         prefix = f"{plan}:"
         if not first.startswith(prefix):
             return f"no file:line:col in {first!r}"
-        line_col = first[len(prefix) :].split(":")[:2]
-        if not all(part.isdigit() for part in line_col):
-            return f"no line:col in {first!r}"
+        line, col, *message = first[len(prefix) :].split(":", 2)
+        if not (line.isdigit() and col.isdigit() and message and message[0].startswith(" ")):
+            return f"no line:col: message in {first!r}"
+        at = f"{line}:{col}"
+        if "at" in case:
+            return None if at == case["at"] else f"rejected at {at}, expected at {case['at']}: {first!r}"
+        lines = case["plan"].split("\n")
+        if not (1 <= int(line) <= len(lines) and 1 <= int(col) <= len(lines[int(line) - 1]) + 1):
+            return f"{at} is outside the plan: {first!r}"
         return None
 
 
