@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 import engine
+from engine.errors import CEPError
 from engine.events import EXPIRED, RESET, Chunk
 
 RELATIVE_TIMELINE_LIMIT = 10**10  # below this, timestamps are ms since a notional start
 
 
-class ReplayError(Exception):
-    """A bad input line; the message starts with `file:line:`."""
+class ReplayError(CEPError):
+    """A bad input line (the message starts with `file:line:`), or a `--stream` the plan lacks."""
 
 
 @dataclass

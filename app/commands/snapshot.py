@@ -16,7 +16,7 @@ from urllib.parse import quote
 import click
 
 from adapters.wording import counted
-from app.commands.node_client import NodeRefused, post_json
+from app.commands.node_client import post_json
 from app.commands.registry import config_option, load_config, registry_from_config
 from app.persistence.snapshot_keeper import describe
 from app.registry.snapshots import RegistrySnapshots
@@ -138,7 +138,7 @@ def _ask_node(url: str | None, config_path: str | None, path: str, user: str, pa
         if url is None:
             url = f"http://127.0.0.1:{load_config(config_path).console_port}"
         return post_json(url, path, user, password)
-    except (NodeRefused, CEPError) as exc:
+    except CEPError as exc:  # NodeRefused among them
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
 

@@ -21,12 +21,15 @@ from flask import Response
 
 import engine
 from app.console.entities import RESOURCES, EntityError, Resource, check_settings, from_json
+from app.console.errors import ConsoleError
 from app.registry import InUseError, InvalidPlan, Outcome, Registry, RegistryError, ValidationError
 from app.registry.plans import ExecutionPlan, check_text, plan_name
 from engine.errors import QueryError
 
 
-class ApiError(Exception):
+class ApiError(ConsoleError):
+    """A refused request: its HTTP `status`, the `field` it is about, and `extra` keys of the reply."""
+
     def __init__(self, status: int, message: str, field: str | None = None, **extra: Any) -> None:
         self.status = status
         self.field = field

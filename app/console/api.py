@@ -33,9 +33,9 @@ from adapters.http.json_body import JsonBodyError, load_json
 from app.console import actions
 from app.console.actions import ApiError, reply
 from app.console.entities import RESOURCES, to_json
+from app.console.errors import OnDemandRefused
 from app.console.principal import Principal, identify
 from app.console.services import ConsoleServices
-from app.node.errors import OnDemandRefused
 from app.registry import Outcome, RegistryError
 from app.registry.leases import RegistryLeases
 from app.registry.members import RegistryMembers
@@ -176,6 +176,8 @@ def api_blueprint(services: ConsoleServices) -> Blueprint:
                     403, f"user {principal().name!r} is a viewer: only an admin may change a table"
                 )
             columns, rows = services.query(name, text)
+        except ApiError:
+            raise  # the viewer's refusal above, not one of the query's errors below
         except QueryError as exc:
             first = exc.errors[0]
             message = f"query: {first.line}:{first.col}: {first.message}"

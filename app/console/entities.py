@@ -18,6 +18,7 @@ from typing import Any
 
 from adapters.output.base import AdapterConfigError
 from adapters.output.factory import build_adapter
+from app.console.errors import ConsoleError
 from app.registry import RegistryError, ValidationError
 from app.registry.connectors import DataSource, Formatter, OutputAdapter
 from app.registry.documents import PLAN_KEYS, STREAM_KEYS, build_document, parse_document
@@ -29,7 +30,7 @@ from formatters.factory import build_formatter
 _COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
-class EntityError(Exception):
+class EntityError(ConsoleError):
     """A request body that is not a valid entity; `field` names the offending key."""
 
     def __init__(self, message: str, field: str | None = None) -> None:
@@ -140,6 +141,8 @@ def check_settings(store: Store, entity: Any) -> None:
                             "not starting with a digit, at most 64)"
                         )
                         raise EntityError(msg, f"mappings.{column}")
+    except EntityError:
+        raise  # it names its field already; the broader catch below would lose it
     except (AdapterConfigError, FormatterConfigError) as exc:
         key = getattr(exc, "key", None)
         raise EntityError(str(exc), f"{key}" if key else None) from None

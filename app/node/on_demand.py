@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.node.errors import OnDemandRefused
+from app.console.errors import OnDemandRefused
 from app.node.plans import PlanManager
 from engine.errors import CEPError
 

@@ -1,4 +1,18 @@
-"""Errors of the local input log, under the project's `CEPError`. Imports only `engine.errors`."""
+"""Errors of the local input log, under the project's `CEPError`.
+
+```
+CEPError (engine.errors)
+└─ InputLogError: the input log cannot do what was asked (closed, a position truncated, ...)
+   ├─ InputLogCorrupt (path, offset): a record that is not a torn tail failed its check
+   ├─ InputLogFull (plan, limit): appending would take a plan's log over its byte limit
+   ├─ RecordError (records): a payload that passed its CRC but does not decode
+   └─ SegmentDamaged (segments; offset, why): a record `segments.read` could not take
+```
+
+`InputLogError` is the package's base. Also raised here, outside it for now: the journal's
+`NotLeading` and `BundleFailed` (`CEPError`), and the snapshot keeper's `SnapshotDeferred`
+and `SnapshotTooLarge` (`HAError`, which their callers catch). Imports only `engine.errors`.
+"""
 
 from __future__ import annotations
 

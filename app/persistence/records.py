@@ -31,7 +31,7 @@ stores it once: a third of the node bench's bytes, and the encoder's most expens
 An int outside 64 bits travels as its decimal text in the string table. Text is UTF-8 with
 surrogatepass. Every layout puts `at` in bytes 1 to 8, so a payload can be encoded before
 the clock is read and `stamped` after. The kind is the format's version: a reader refuses a
-kind it does not know, naming it. Imports nothing of ours.
+kind it does not know, naming it. Imports only `app.persistence.errors`.
 """
 
 from __future__ import annotations
@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 from itertools import accumulate, repeat
 from operator import itemgetter
 from typing import Any
+
+from app.persistence.errors import InputLogError
 
 Value = None | bool | int | float | str
 Column = tuple[type | None, Sequence[Any]]
@@ -81,7 +83,7 @@ if array("I").itemsize != 4 or array("q").itemsize != 8 or array("d").itemsize !
     raise ImportError(msg)
 
 
-class RecordError(ValueError):
+class RecordError(InputLogError):
     """A payload that passed its CRC but does not decode (a bug, or a newer format)."""
 
 
@@ -260,8 +262,8 @@ def decode(payload: bytes) -> Record:
     """The record `encode` made `payload` from; `RecordError` if it is not one."""
     try:
         return _decode(memoryview(payload))
-    except (struct.error, IndexError, ValueError, OverflowError, StopIteration) as exc:
-        msg = f"payload does not decode: {exc}"
+    except (RecordError, struct.error, IndexError, ValueError, OverflowError, StopIteration) as exc:
+        msg = f"payload does not decode: {exc}"  # a RecordError of `_decode` gets the prefix too
         raise RecordError(msg) from exc
 
 

@@ -8,7 +8,7 @@ so a flipped length is caught like a flipped payload byte. A segment's records h
 positions first, first + 1, ... in file order; positions are not stored. `scan` tells a torn
 tail (what a crash in the middle of a write leaves: a partial header, a record running past
 the end of the file, a bad last record, or zero bytes to the end) from corruption with records
-after it. Imports nothing of ours.
+after it. Imports only `app.persistence.errors`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from app.persistence.errors import InputLogError
 
 FRAME = struct.Struct("<II")
 LENGTH = struct.Struct("<I")
@@ -117,7 +119,7 @@ def scan(path: Path) -> Scan:
     return Scan(count, offset, None)
 
 
-class SegmentDamaged(Exception):
+class SegmentDamaged(InputLogError):
     """A record that `read` could not take: the byte offset and why."""
 
     def __init__(self, offset: int, why: str) -> None:

@@ -6,7 +6,9 @@ ConfigError (engine.errors)
     ├─ ValidationError (field)        an entity with a bad value; the message names the field
     │   └─ InvalidPlan (query_error)  the SiddhiQL text does not compile or does not match streams
     ├─ InUseError                     deleting something another entity refers to
-    └─ SchemaError                    the database schema is missing, older or newer than this code
+    ├─ SchemaError                    the database schema is missing, older or newer than this code
+    ├─ SubstitutionError (substitution)  a malformed `${VAR}`, or an unset one without a default
+    └─ TomlWriteError (toml_writer)   a value TOML cannot hold (null, a non-finite float, ...)
 ```
 
 Imports nothing but `engine.errors`.

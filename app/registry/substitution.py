@@ -3,7 +3,8 @@
 `${NAME}` is the variable's value, `${NAME:-default}` its value or `default` when it is unset
 or empty, and `$$` a literal `$`. A reference to an unset variable without a default is an
 error naming the variable and where it is used. `check_references` checks the syntax only
-(the registry keeps references as written); `substitute` expands them. Imports nothing of ours.
+(the registry keeps references as written); `substitute` expands them. Imports only
+`app.registry.errors`.
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from app.registry.errors import RegistryError
+
 _REFERENCE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$\{[^}]*\}?")
 
 
-class SubstitutionError(ValueError):
-    pass
+class SubstitutionError(RegistryError):
+    """A malformed `${...}` reference, or one to an unset variable without a default; the
+    message says where."""
 
 
 class _Unresolved(Exception):

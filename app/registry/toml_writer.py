@@ -3,7 +3,7 @@
 Writes a table whose values are scalars, lists, tables, or lists of tables (`[[section]]`).
 Multi-line strings (plan texts) become `'''` blocks so they stay readable; nested tables are
 inline tables; lists of tables inside an entry are one inline table per line. TOML has no null,
-so `None` is an error. Imports nothing of ours.
+so `None` is an error. Imports only `app.registry.errors`.
 """
 
 from __future__ import annotations
@@ -13,11 +13,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from app.registry.errors import RegistryError
+
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+\Z")
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 
 
-class TomlWriteError(ValueError):
+class TomlWriteError(RegistryError):
     """A value TOML cannot hold (null, a non-finite float, a non-string key)."""
 
 

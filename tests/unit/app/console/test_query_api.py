@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import engine
-from app.node.errors import OnDemandRefused
+from app.console.errors import OnDemandRefused
 from tests.unit.app.console.conftest import Console_, console_of
 from tests.unit.app.console.test_api import call
 

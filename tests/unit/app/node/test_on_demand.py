@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import engine
-from app.node.errors import OnDemandRefused
+from app.console.errors import OnDemandRefused
 from app.node.on_demand import OnDemandQueries
 
 PLAN = (
