@@ -17,6 +17,15 @@ import click
 
 import engine
 from adapters.wording import counted
+from app.commands.cluster import cluster
+from app.commands.publish import publish
+from app.commands.query import query
+from app.commands.registry import COMMANDS
+from app.commands.server import server
+from app.commands.snapshot import snapshot
+from app.commands.spark import spark
+from app.replay import ReplayError, first_timestamp, replay
+from app.spark.runner import run_on_spark
 
 
 def _read_plan(path: str) -> str:
@@ -136,8 +145,6 @@ def run(
     start_time: int | None,
 ) -> None:
     """Replay INPUT through PLAN in playback time and print every event the plan emits."""
-    from app.replay import ReplayError, first_timestamp, replay
-
     text = _read_plan(plan)
     try:
         engine.validate(text)
@@ -223,9 +230,6 @@ def _run_spark(
 ) -> None:
     """`cepheus run --engine spark`: same output, written the same way (a temporary file
     renamed into place)."""
-    from app.replay import ReplayError
-    from app.spark.runner import run_on_spark
-
     tmp_path = None
     try:
         if output_path is None:
@@ -254,14 +258,6 @@ def _run_spark(
 
 
 def _register_commands() -> None:
-    from app.commands.cluster import cluster
-    from app.commands.publish import publish
-    from app.commands.query import query
-    from app.commands.registry import COMMANDS
-    from app.commands.server import server
-    from app.commands.snapshot import snapshot
-    from app.commands.spark import spark
-
     for command in (*COMMANDS, server, publish, snapshot, cluster, query, spark):
         main.add_command(command)
 

@@ -12,6 +12,7 @@ import sqlalchemy.exc
 from app import config as app_config
 from app.commands.registry import DEFAULT_CONFIG, config_option
 from app.file_limits import raise_open_files_limit
+from app.node import Node
 from app.private_files import PRIVATE_UMASK
 from engine.errors import CEPError
 
@@ -42,8 +43,6 @@ def server(config_path: str | None, port_offset: int | None, discard_state: bool
     random one printed once in the log. SIGTERM stops it gracefully (after a final snapshot
     of every persistence-mode plan).
     """
-    from app.node import Node
-
     if config_path is None and DEFAULT_CONFIG.is_file():
         config_path = str(DEFAULT_CONFIG)
     overrides = {"node": {"port_offset": port_offset}} if port_offset is not None else None

@@ -17,6 +17,8 @@ from typing import Any
 import click
 
 from app.commands.registry import config_option, load_config
+from app.spark.driver import CHECKPOINTS, plan_directory
+from app.spark.streaming import STATUS_FILE
 from engine.errors import ConfigError
 
 HEADERS = (
@@ -32,8 +34,6 @@ HEADERS = (
 
 
 def read_status(checkpoint_dir: str) -> dict[str, Any]:
-    from app.spark.streaming import STATUS_FILE
-
     path = os.path.join(checkpoint_dir, STATUS_FILE)
     try:
         with open(path, encoding="utf-8") as f:
@@ -50,9 +50,6 @@ def read_status(checkpoint_dir: str) -> dict[str, Any]:
 def plan_checkpoints(plan: str, config_path: str | None) -> str:
     """The checkpoint directory of `plan` under the node's `[spark] dir`: of the text that
     wrote its status last (each text of a plan has a directory of its own)."""
-    from app.spark.driver import CHECKPOINTS, plan_directory
-    from app.spark.streaming import STATUS_FILE
-
     try:
         base = plan_directory(load_config(config_path).spark_dir, plan)
     except ConfigError as exc:
