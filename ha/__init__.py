@@ -1,4 +1,11 @@
-"""High availability and persistence: pure logic and the ports (`ports.py`) that `app/` implements.
+"""High availability: the pure logic of redundant plans, and the ports (`ports`) that `app/` implements.
+
+`membership` (who is alive, from heartbeats), `placement` (the preferred notifier per plan),
+`lease` (when a node may act on its lease), `roles` (a node's role per redundant plan and its
+next step), `resends` (bundles a member gets twice), `spark_leadership` (which node drives a
+shared spark plan), `ports` (the lease and snapshot stores, as Protocols) and `errors`. The
+member process that runs them with real time, sockets and the registry is `app/cluster/`;
+docs/architecture.md and docs/high-availability.md describe both.
 
 Sees a snapshot as opaque bytes. Imports only `engine.events` and `engine.errors`; no I/O, no threads.
 """

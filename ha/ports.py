@@ -1,8 +1,8 @@
 """Ports of high availability and persistence: what `ha/` needs from storage, as Protocols.
 
-`app/` implements them (on the registry database); `ha/` and the node see snapshots as opaque
-bytes with a `SnapshotMeta` beside them. Imports nothing but `ha.errors` (hence `engine.errors`);
-no I/O, no threads.
+`app/` implements them on the registry database (`app/registry/leases.py`,
+`app/registry/snapshots.py`); `ha/` and the node see snapshots as opaque bytes with a
+`SnapshotMeta` beside them. Imports nothing of ours; no I/O, no threads.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`Runtime`: a compiled plan, running. The embedding API of ARCHITECTURE.md."""
+"""`Runtime`: a compiled plan, running. The embedding API (docs/architecture.md, "Contracts")."""
 
 from __future__ import annotations
 
