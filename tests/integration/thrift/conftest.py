@@ -97,6 +97,15 @@ def make_client(server: DataBridgeServer, certificate: str) -> Iterator[ClientFa
         client.close()
 
 
+def arrived(handler: InMemoryHandler, count: int, seconds: float = 5.0) -> list[WireEvent]:
+    """The events `handler` holds once `count` have arrived, or once `seconds` have passed: the
+    test compares them with exactly what must arrive, so one missing, one extra (a bundle sent
+    twice, say) or one changed fails it."""
+    handler.wait_for(count, seconds)
+    with handler.published:
+        return list(handler.events)
+
+
 def pizza_events(n: int, start: int = 0, stream: WireStreamDefinition = PIZZA) -> list[WireEvent]:
     return [
         WireEvent(

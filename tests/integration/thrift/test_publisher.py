@@ -93,10 +93,15 @@ def test_fail_over_loses_nothing_when_the_first_receiver_is_killed_mid_stream(
         report = sender.close(1)
     killer.join()
     assert killed.is_set()
-    received = numbers(first_handler) + numbers(second_handler)
-    assert set(received) == set(range(600))  # at least once: a bundle in flight may arrive twice
-    assert 300 <= len(first_handler.events) < 600 and second_handler.events
-    assert numbers(second_handler)[-1] == 599
+    # the first receiver got a prefix, the second the rest from where the first stopped, or from
+    # the start of the one bundle (of up to 20) that was in flight at the kill, which then arrived
+    # at both (at least once): nothing lost, nothing out of order, nothing else twice
+    first_numbers, second_numbers = numbers(first_handler), numbers(second_handler)
+    stopped = len(first_numbers)
+    assert first_numbers == list(range(stopped)) and 300 <= stopped < 600
+    resumed = second_numbers[0] if second_numbers else 600
+    assert second_numbers == list(range(resumed, 600))
+    assert stopped - 20 <= resumed <= stopped, f"first got 0..{stopped - 1}, second {resumed}..599"
     assert second_handler.definition(PIZZA.stream_id) is not None
     assert report.lost == 0 and report.events == 600
 
