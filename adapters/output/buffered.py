@@ -36,7 +36,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import islice, repeat
 from operator import itemgetter
@@ -121,9 +121,13 @@ class BufferedAdapter:
     kind = "buffered"
     stop_grace_seconds = 2.0  # how long stop() waits for a writer stuck in a call to the target
 
-    def __init__(self, name: str, buffering: Buffering) -> None:
+    def __init__(
+        self, name: str, buffering: Buffering, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        """`clock`: the seconds a linger is measured in (a test's, to move it by hand)."""
         self.name = name
         self.buffering = buffering
+        self._clock = clock
         self._cond = threading.Condition()
         self._buffer: deque[_Item] = deque()
         self._seq = 0  # sequence number of the last accepted record
@@ -319,9 +323,9 @@ class BufferedAdapter:
         """Wait (holding `_cond`) up to `linger_ms` for a full batch, unless stopping."""
         if self.buffering.linger_ms <= 0:
             return
-        deadline = time.monotonic() + self.buffering.linger_ms / 1000.0
+        deadline = self._clock() + self.buffering.linger_ms / 1000.0
         while len(self._buffer) < self.buffering.batch_events and not self._closing:
-            remaining = deadline - time.monotonic()
+            remaining = deadline - self._clock()
             if remaining <= 0:
                 return
             self._cond.wait(remaining)

@@ -3,7 +3,7 @@
 It behaves like the remote adapters — same buffer, writer thread, retry, counters — but
 its target is a list. Tests switch the target off (`available = False`: writes fail as an
 outage), make it refuse some records (`refuse`), and read what arrived (`written`,
-`batches`, and `origins`, parallel to `written`). With `skip_delivered=True` it also acts
+`batches`, and `origins`, parallel to `written`), and may hold a linger's clock still (`clock`). With `skip_delivered=True` it also acts
 like the RDBMS adapter's `cepheus_delivered` table: it keeps the last origin written per
 source (`delivered`, which a test may fill as a previous process would have left it) and
 skips records whose origin is not past it. The fence is called with None. Imports
@@ -13,6 +13,7 @@ sibling modules only.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -32,8 +33,9 @@ class MemoryAdapter(BufferedAdapter):
         *,
         refuse: Callable[[Any], bool] | None = None,
         skip_delivered: bool = False,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        super().__init__(name, buffering or Buffering(retry_initial_ms=5, retry_max_ms=50))
+        super().__init__(name, buffering or Buffering(retry_initial_ms=5, retry_max_ms=50), clock=clock)
         self.available = True
         self.refuse = refuse
         self.skip_delivered = skip_delivered

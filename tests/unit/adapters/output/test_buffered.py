@@ -34,9 +34,9 @@ def adapter() -> Iterator[Make]:
     made: list[MemoryAdapter] = []
 
     def make(
-        buffering: Buffering | None = None, refuse: Callable[[object], bool] | None = None
+        buffering: Buffering | None = None, refuse: Callable[[object], bool] | None = None, **options: Any
     ) -> MemoryAdapter:
-        a = MemoryAdapter(buffering=buffering, refuse=refuse)
+        a = MemoryAdapter(buffering=buffering, refuse=refuse, **options)
         made.append(a)
         return a
 
@@ -149,11 +149,14 @@ def test_stop_waits_for_the_buffer_to_drain(adapter: Make) -> None:
 
 def test_flush_without_a_writer_returns_false_at_once(adapter: Make) -> None:
     out = adapter()
-    assert out.flush(timeout=10) is True  # nothing pending
+    assert out.flush(timeout=None) is True  # nothing pending
     out.publish([1])
-    started = time.monotonic()
-    assert out.flush(timeout=10) is False
-    assert time.monotonic() - started < 1
+    # without a timeout: a flush that waited for a writer that is not there would never return
+    answers: list[bool] = []
+    flusher = threading.Thread(target=lambda: answers.append(out.flush(timeout=None)), daemon=True)
+    flusher.start()
+    flusher.join(5)
+    assert answers == [False]
 
 
 def test_publishing_from_many_threads_keeps_every_record(adapter: Make) -> None:
@@ -176,11 +179,32 @@ def test_publishing_from_many_threads_keeps_every_record(adapter: Make) -> None:
         assert mine == sorted(mine)
 
 
+class Clock:
+    """A linger's clock that stands still until the test moves it (`now`), and counts how often
+    the writer read it: two reads mean the writer is lingering (a deadline, then what remains)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.reads = 0
+        self._read = threading.Condition()
+
+    def __call__(self) -> float:
+        with self._read:
+            self.reads += 1
+            self._read.notify_all()
+            return self.now
+
+    def wait_reads(self, reads: int) -> None:
+        with self._read:
+            assert self._read.wait_for(lambda: self.reads >= reads, 5), f"{self.reads} reads, not {reads}"
+
+
 class Gated(MemoryAdapter):
     """Its first write waits for `gate`: records published meanwhile arrive during a write."""
 
     def __init__(self, buffering: Buffering) -> None:
-        super().__init__(buffering=buffering)
+        self.clock = Clock()
+        super().__init__(buffering=buffering, clock=self.clock)
         self.gate = threading.Event()
         self.writing = threading.Event()
 
@@ -206,42 +230,44 @@ def gated() -> Iterator[Callable[..., Gated]]:
         a.stop(timeout=1.0)
 
 
-def test_under_a_steady_stream_the_writer_lingers_for_a_full_batch(gated: Callable[..., Gated]) -> None:
-    out = gated(batch_events=10, linger_ms=1000)
+def lingering(out: Gated) -> None:
+    """Publish [0] to an idle writer, [1, 2] while it writes [0], and wait until it lingers."""
     out.start()
     out.publish([0])  # an idle writer takes it at once
     assert out.writing.wait(5)
     out.publish([1, 2])  # arrives during that write: the writer lingers for more
     out.gate.set()
-    time.sleep(0.05)
+    out.clock.wait_reads(2)
+
+
+def test_under_a_steady_stream_the_writer_lingers_for_a_full_batch(gated: Callable[..., Gated]) -> None:
+    out = gated(batch_events=10, linger_ms=1000)
+    lingering(out)
     assert out.batches == [[0]]
-    out.publish(list(range(3, 11)))  # a full batch ends the linger at once
-    assert out.flush(timeout=0.5)
-    assert out.batches == [[0], list(range(1, 11))]
+    out.publish(list(range(3, 11)))  # a full batch ends the linger, with its clock standing still
+    assert out.flush(timeout=5)
+    assert out.batches == [[0], list(range(1, 11))] and out.clock.now == 0.0
 
 
 def test_a_linger_ends_after_linger_ms_with_what_arrived(gated: Callable[..., Gated]) -> None:
-    out = gated(batch_events=10, linger_ms=100)
-    out.start()
-    out.publish([0])
-    assert out.writing.wait(5)
-    out.publish([1, 2])
-    started = time.monotonic()
-    out.gate.set()
+    out = gated(batch_events=10, linger_ms=100)  # each wait for more records lasts 0.1 s at most
+    lingering(out)
+    out.clock.now = 0.099
+    out.clock.wait_reads(out.clock.reads + 2)  # its waits time out, it reads the clock: still lingering
+    assert out.batches == [[0]]
+    out.clock.now = 0.1  # linger_ms after the linger began
     assert out.flush(timeout=5)
-    assert time.monotonic() - started >= 0.09
     assert out.batches == [[0], [1, 2]]
 
 
 def test_an_idle_writer_adds_no_linger(adapter: Make) -> None:
-    out = adapter(buffering=fast(batch_events=10, linger_ms=1000))
+    clock = Clock()
+    out = adapter(buffering=fast(batch_events=10, linger_ms=1000), clock=clock)
     out.start()
     for i in range(3):
-        started = time.monotonic()
         out.publish([i])
-        assert out.flush(timeout=5)
-        assert time.monotonic() - started < 0.5
-    assert out.batches == [[0], [1], [2]]
+        assert out.flush(timeout=5)  # (a linger would never end: its clock stands still)
+    assert out.batches == [[0], [1], [2]] and clock.reads == 0
 
 
 def test_without_linger_records_that_arrived_during_a_write_go_at_once(gated: Callable[..., Gated]) -> None:
@@ -251,21 +277,15 @@ def test_without_linger_records_that_arrived_during_a_write_go_at_once(gated: Ca
     assert out.writing.wait(5)
     out.publish([1, 2])
     out.gate.set()
-    assert out.flush(timeout=0.5)
-    assert out.batches == [[0], [1, 2]]
+    assert out.flush(timeout=5)
+    assert out.batches == [[0], [1, 2]] and out.clock.reads == 0
 
 
 def test_stop_ends_a_linger(gated: Callable[..., Gated]) -> None:
     out = gated(batch_events=10, linger_ms=1000)
-    out.start()
-    out.publish([0])
-    assert out.writing.wait(5)
-    out.publish([1, 2])
-    out.gate.set()
-    started = time.monotonic()
-    assert out.stop(timeout=5)
-    assert time.monotonic() - started < 0.5
-    assert out.written == [0, 1, 2]
+    lingering(out)
+    assert out.stop(timeout=5)  # not by the linger's clock: it stands still
+    assert out.written == [0, 1, 2] and out.clock.now == 0.0
 
 
 @pytest.mark.parametrize("value", [-1, 1001])
