@@ -19,6 +19,7 @@ from app.config import Spark, load
 from app.node.plans import PlanManager
 from app.registry import ExecutionPlan, Registry
 from app.registry.leases import RegistryLeases
+from app.spark import driver as driver_module
 from app.spark.driver import DriverLock, SparkDriver, plan_directory
 from app.spark.errors import SparkPlanError
 from engine.errors import ConfigError
@@ -114,11 +115,14 @@ class Sessions:
 
 
 class Deployments:
-    """`SparkDeployment` as the test sees it: which node's queries run, started and stopped when."""
+    """`SparkDeployment` as the test sees it: which node's queries run, started and stopped in
+    which order, and (given the registry) the plan's lease there as each node stopped."""
 
-    def __init__(self) -> None:
-        self.log: list[tuple[str, str, float]] = []  # (node, "start" | "stop", monotonic time)
+    def __init__(self, registry: Registry | None = None) -> None:
+        self.log: list[tuple[str, str]] = []  # (node, "start" | "stop")
         self.running: set[str] = set()
+        self.lease_at_stop: list[tuple[str, Lease | None]] = []
+        self._registry = registry
 
     def make(self, node: str) -> Any:
         deployments = self
@@ -128,11 +132,14 @@ class Deployments:
                 self.queries = {"main": object()}
 
             def start(self) -> None:
-                deployments.log.append((node, "start", time.monotonic()))
+                deployments.log.append((node, "start"))
                 deployments.running.add(node)
 
             def stop(self) -> None:
-                deployments.log.append((node, "stop", time.monotonic()))
+                if deployments._registry is not None:
+                    lease = RegistryLeases(deployments._registry).current("spark:A")
+                    deployments.lease_at_stop.append((node, lease))
+                deployments.log.append((node, "stop"))
                 deployments.running.discard(node)
 
             def status(self) -> dict[str, Any]:
@@ -141,7 +148,36 @@ class Deployments:
         return Deployment
 
 
-class Breakable(RegistryLeases):
+class Recording(RegistryLeases):
+    """The registry's lease store, counting the requests answered and recording each release
+    (plan, node, whether it ended a lease)."""
+
+    def __init__(self, registry: Registry) -> None:
+        super().__init__(registry)
+        self.answered = 0
+        self.released: list[tuple[str, str, bool]] = []
+        self._changed = threading.Condition()
+
+    def acquire(self, *args: Any, **kwargs: Any) -> Lease:
+        lease = super().acquire(*args, **kwargs)
+        with self._changed:
+            self.answered += 1
+            self._changed.notify_all()
+        return lease
+
+    def release(self, plan: str, node: str) -> bool:
+        ended = super().release(plan, node)
+        self.released.append((plan, node, ended))
+        return ended
+
+    def wait_answered(self, more: int) -> None:
+        """Wait until `more` further requests have been answered."""
+        with self._changed:
+            target = self.answered + more
+            assert self._changed.wait_for(lambda: self.answered >= target, 10), f"{self.answered} of {target}"
+
+
+class Breakable(Recording):
     """The registry's lease store, until `broken`: then every request fails, as an unreachable registry."""
 
     broken = False
@@ -208,8 +244,9 @@ def test_one_node_drives_the_other_feeds_and_takes_over_when_the_driver_cannot_s
     a, b, registry = nodes
     sessions = Sessions()
     spark_dir = tmp_path / "shared-spark"
-    first = shared_manager(a, spark_dir, "n1", sessions.factory("n1"), RegistryLeases(registry))
-    second = shared_manager(b, spark_dir, "n2", sessions.factory("n2"), RegistryLeases(registry))
+    first_leases, second_leases = Recording(registry), Recording(registry)
+    first = shared_manager(a, spark_dir, "n1", sessions.factory("n1"), first_leases)
+    second = shared_manager(b, spark_dir, "n2", sessions.factory("n2"), second_leases)
     try:
         first.apply([PLAN])
         assert wait(lambda: sessions.calls == ["n1"])  # the driver starts Spark, lazily
@@ -228,14 +265,17 @@ def test_one_node_drives_the_other_feeds_and_takes_over_when_the_driver_cannot_s
             "n1": [{"i": 0, "w": "n1", "stream": "In", "timestamp": 1001, "data": ["app", 3]}],
             "n2": [{"i": 0, "w": "n2", "stream": "In", "timestamp": 1000, "data": ["web", 2]}],
         }
-        time.sleep(0.3)
+        second_leases.wait_answered(3)  # the other node asked three times more, and was told n1 drives
         assert sessions.calls == ["n1"]  # one Spark session: the other node's never started
         # the driver cannot start Spark: it says so, gives the lease up, and the other drives
+        assert first_leases.released == []
         sessions.release.set()
         assert wait(lambda: first.status()["A"].state == "failed")
         assert "another node with Spark does" in first.status()["A"].message
-        assert wait(lambda: sessions.calls == ["n1", "n2"], 2.0)  # released: before its ttl ran out
-        assert RegistryLeases(registry).current("spark:A").holder == "n2"  # type: ignore[union-attr]
+        assert first_leases.released == [("spark:A", "n1", True)]  # at once: its ttl need not run out
+        assert wait(lambda: sessions.calls == ["n1", "n2"])
+        lease = RegistryLeases(registry).current("spark:A")
+        assert lease is not None and (lease.holder, lease.epoch) == ("n2", 2)
     finally:
         sessions.release.set()
         first.stop()
@@ -248,7 +288,8 @@ def test_a_driver_that_stops_releases_its_lease_for_the_next_at_once(
     a, b, registry = nodes
     runs = Deployments()
     spark_dir = tmp_path / "shared-spark"
-    first = shared_manager(a, spark_dir, "n1", lambda _: object(), RegistryLeases(registry), runs)
+    first_leases = Recording(registry)
+    first = shared_manager(a, spark_dir, "n1", lambda _: object(), first_leases, runs)
     second = shared_manager(b, spark_dir, "n2", lambda _: object(), RegistryLeases(registry), runs)
     try:
         first.apply([PLAN])
@@ -256,11 +297,11 @@ def test_a_driver_that_stops_releases_its_lease_for_the_next_at_once(
         assert first.status()["A"].message == "on Spark local[1]: 1 queries active"
         second.apply([PLAN])
         assert wait(lambda: "driven by node n1" in second.status()["A"].message)
-        started = time.monotonic()
         first.stop()  # graceful: the queries stop, the lease is given up
-        assert wait(lambda: runs.running == {"n2"}, 2.0)
-        assert time.monotonic() - started < 2.0  # the 3 s lease did not have to run out
-        assert [(n, what) for n, what, _ in runs.log] == [("n1", "start"), ("n1", "stop"), ("n2", "start")]
+        assert runs.log[-1] == ("n1", "stop")
+        assert first_leases.released == [("spark:A", "n1", True)]  # the 3 s lease need not run out
+        assert wait(lambda: runs.running == {"n2"})
+        assert runs.log == [("n1", "start"), ("n1", "stop"), ("n2", "start")]
         lease = RegistryLeases(registry).current("spark:A")
         assert lease is not None and lease.holder == "n2" and lease.epoch == 2
     finally:
@@ -272,7 +313,7 @@ def test_a_driver_cut_off_from_the_registry_stops_before_another_starts(
     nodes: tuple[Manager, Manager, Registry], tmp_path: Path
 ) -> None:
     a, b, registry = nodes
-    runs = Deployments()
+    runs = Deployments(registry)
     spark_dir = tmp_path / "shared-spark"
     timing = Timing(ttl_ms=1500, renew_ms=50, margin_ms=500)
     cut = Breakable(registry)
@@ -284,12 +325,13 @@ def test_a_driver_cut_off_from_the_registry_stops_before_another_starts(
         second.apply([PLAN])
         assert wait(lambda: "driven by node n1" in second.status()["A"].message)
         cut.broken = True
-        broken = time.monotonic()
-        assert wait(lambda: runs.running == {"n2"}, 5.0)
-        (_, _, t0), (n1, stop, t1), (n2, start, t2) = runs.log
-        assert (n1, stop, n2, start) == ("n1", "stop", "n2", "start")
-        assert t1 - broken < 1.0 + 0.3  # ttl - margin after its last renewal, and a check
-        assert t2 > t1  # never two drivers at once
+        assert wait(lambda: runs.running == {"n2"})
+        assert runs.log == [("n1", "start"), ("n1", "stop"), ("n2", "start")]  # never two at once
+        # n1 stopped on its own clock (ttl - margin after its last renewal), while the registry
+        # still had the lease as n1's: before it could expire and be granted to n2
+        ((node, lease),) = runs.lease_at_stop
+        assert node == "n1" and lease is not None and (lease.holder, lease.epoch) == ("n1", 1)
+        assert lease.ttl_ms > 0
         assert "cannot ask the registry who drives the plan" in first.status()["A"].message
         cut.broken = False  # back: the lease is n2's now, and n1 says so
         assert wait(lambda: "driven by node n2" in first.status()["A"].message)
@@ -299,10 +341,31 @@ def test_a_driver_cut_off_from_the_registry_stops_before_another_starts(
         second.stop()
 
 
+class Tries:
+    """Counts the tries for a checkpoint directory's flock (`DriverLock`), refused or not."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._tried = threading.Condition()
+
+    def lock(self, directory: Path, node_id: str) -> DriverLock:
+        with self._tried:
+            self.count += 1
+            self._tried.notify_all()
+        return DriverLock(directory, node_id)
+
+    def wait(self, count: int) -> None:
+        with self._tried:
+            assert self._tried.wait_for(lambda: self.count >= count, 10), f"{self.count} tries of {count}"
+
+
 def test_a_new_driver_waits_for_the_old_ones_flock(
-    nodes: tuple[Manager, Manager, Registry], tmp_path: Path
+    nodes: tuple[Manager, Manager, Registry], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     a, _, registry = nodes
+    tries = Tries()
+    monkeypatch.setattr(driver_module, "DriverLock", tries.lock)
+    monkeypatch.setattr(driver_module, "LOCK_RETRY_SECONDS", 0.01)
     runs = Deployments()
     spark_dir = tmp_path / "shared-spark"
     cut = Breakable(registry)
@@ -315,7 +378,7 @@ def test_a_new_driver_waits_for_the_old_ones_flock(
         cut.broken = False
         assert wait(lambda: "waiting for the previous driver" in first.status()["A"].message)
         assert "node n0 (pid " in first.status()["A"].message
-        time.sleep(0.3)
+        tries.wait(tries.count + 3)  # three more tries for the flock, each refused
         assert runs.running == set()
         paused.release()  # it woke up, saw its lease gone and stopped
         assert wait(lambda: runs.running == {"n1"})
