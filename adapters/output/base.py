@@ -12,17 +12,23 @@ Imports only `engine.errors`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any, Protocol, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast
 
 from engine.errors import AdapterError, ConfigError
 
-Fence = Callable[[Any], object]
-"""HA fencing hook: called once per write with the adapter's transaction handle (the
-SQLAlchemy `Connection` of the write transaction for the RDBMS adapter, None for adapters
-without transactions); it raises to abort the write. See `OutputAdapter.publish`."""
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+
+
+class Fence(Protocol):
+    """HA fencing hook: called once per write with the adapter's transaction (the SQLAlchemy
+    `Connection` of the write transaction for the RDBMS adapter, None for adapters without
+    transactions); it raises to abort the write. See `OutputAdapter.publish`."""
+
+    def __call__(self, transaction: sa.Connection | None, /) -> object: ...
 
 
 _BIGINT = 2**63  # positions and indexes are stored as signed 64-bit integers
@@ -33,8 +39,10 @@ MAX_LOG_ID = 64
 @dataclass(slots=True, unsafe_hash=True)  # not frozen: a frozen dataclass's __init__ costs twice
 class Origin:  # as much, and nothing changes one once made
     """Where an output record came from: output `index` (0, 1, ...) of those that input-log record
-    `position` of log `log_id` caused on `source` (plan/stream/formatter). Replays regenerate
-    the same origins, so a target that records the last one it wrote can skip what it already has.
+    `position` of log `log_id` caused on `source`. A plan's journal names the plan as the
+    source; the output hub names the route (`plan/stream/formatter`, `Origin.routed`) before an
+    adapter sees it. Replays regenerate the same origins, so a target that records the last
+    one it wrote can skip what it already has.
 
     The outputs of one input-log record on one route come in a run: one `Origin`, the first
     record's, stands for them all (`Run`), so none is made per record."""
@@ -43,6 +51,10 @@ class Origin:  # as much, and nothing changes one once made
     log_id: str  # up to 64 characters
     position: int
     index: int
+
+    def routed(self, source: str) -> Origin:
+        """The same place in the log, on the route `source`."""
+        return Origin(source, self.log_id, self.position, self.index)
 
     def problem(self) -> str | None:
         """Why a target cannot record this origin, or None when it can."""

@@ -11,6 +11,7 @@ Imports nothing of the node, the HTTP tier or the console.
 
 from __future__ import annotations
 
-from app.cluster.member import Cluster, ClusterSettings
+from app.cluster.member import Cluster
+from app.cluster.settings import ClusterSettings
 
 __all__ = ["Cluster", "ClusterSettings"]

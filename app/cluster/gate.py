@@ -14,7 +14,7 @@ that joined from a snapshot has nothing before it; one that had to drop held out
 `max_events` has nothing before the last dropped). It may take over only when the notifier
 has reported everything up to that point delivered (`complete`).
 
-Imports nothing of ours but `app.persistence.journal` (types) and `engine.events`.
+Imports nothing of ours but `adapters.output.base` (`Origin`, `Fence`) and `engine.events`.
 """
 
 from __future__ import annotations
@@ -23,14 +23,15 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any
 
-from app.persistence.journal import Provenance
+from adapters.output.base import Fence, Origin
 from engine.events import Event
 
 log = logging.getLogger(__name__)
 
-Emit = Callable[[str, list[Event], tuple[str, Provenance], Any], None]  # stream id, events, provenance, fence
+Emit = Callable[
+    [str, list[Event], Origin, Fence | None], None
+]  # stream id, events, the first's origin, fence
 
 
 class OutputGate:
@@ -39,15 +40,15 @@ class OutputGate:
         self._emit = emit
         self._max_events = max_events
         self._lock = threading.Lock()
-        self._held: deque[tuple[int, str, list[Event], Provenance]] = deque()
-        self._sent: deque[tuple[int, str, list[Event], Provenance]] = deque()  # released, not known written
+        self._held: deque[tuple[int, str, list[Event], Origin]] = deque()
+        self._sent: deque[tuple[int, str, list[Event], Origin]] = deque()  # released, not known written
         self._events = 0
-        self.fence: Any = None  # None: held (standby); else the fence every delivery carries
+        self.fence: Fence | None = None  # None: held (standby); else the fence every delivery carries
         self.released = 0  # the newest position whose outputs went to the adapters
         self.covers_after = 0
         self.delivered = 0  # the newest position the notifier reported delivered
 
-    def hold(self, stream_id: str, events: list[Event], where: Provenance) -> None:
+    def hold(self, stream_id: str, events: list[Event], where: Origin) -> None:
         with self._lock:
             self._held.append((where.position, stream_id, events, where))
             self._events += len(events)
@@ -69,7 +70,7 @@ class OutputGate:
                 return 0
             return self._deliver(through)
 
-    def open(self, fence: Any, through: int) -> int:
+    def open(self, fence: Fence, through: int) -> int:
         """This node notifies now, writing under `fence`: deliver everything held (the outputs of
         every position up to `through`, the newest record it has), and again what it released
         in an earlier term without knowing it written (its fence may have refused it); how many
@@ -107,7 +108,7 @@ class OutputGate:
             self.covers_after = after
             self.delivered = delivered
 
-    def carried(self) -> tuple[list[tuple[str, list[Event], Provenance]], int, int]:
+    def carried(self) -> tuple[list[tuple[str, list[Event], Origin]], int, int]:
         """What a standby joining from a snapshot of this notifier needs to be able to take over
         at once: every output not known written, in order, with the position up to which outputs
         are known written and the one after which this gate holds every output."""
@@ -131,7 +132,7 @@ class OutputGate:
             position, stream_id, events, where = item
             self._sent.append(item)  # counted in `held` until known written
             n += len(events)
-            self._emit(stream_id, events, (self.plan, where), self.fence)
+            self._emit(stream_id, events, where, self.fence)
             self.released = max(self.released, position)  # read without the lock: only once published
         if through is not None:
             self.released = max(self.released, through)

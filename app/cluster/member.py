@@ -1,47 +1,43 @@
 """`Cluster`: this node's membership, and its role for each redundant plan, wired to real parts.
 
 Drives the pure state machines of `ha/` with real time, sockets and the registry:
-- heartbeats go every `heartbeat_ms` over an authenticated connection (`app.cluster.peers`) to
-  each well-known address and each member learned; they feed `ha.membership.Membership`. A
-  heartbeat connection that closes marks its member dead at once (its process died);
+- heartbeats (`app.cluster.heartbeats`) feed `ha.membership.Membership`; a heartbeat
+  connection that closes in order marks its member dead at once (its process died);
 - every `renew_ms` a role loop asks `ha.roles.PlanRole` what to do for each redundant plan
   deployed here, and asks the registry's lease store (`take_over` when the holder's process is
   known dead, `acquire` otherwise);
 - a node that holds a plan's lease leads its journal (it sequences the plan's input and
   forwards it to the standbys: `app.cluster.replication`) and delivers its outputs under a fence
-  of its lease epoch (`NotifierFence`); the others follow the notifier, relay the bundles they
-  receive to it and hold their outputs for a takeover (`app.cluster.gate`).
+  of its lease epoch (`app.cluster.fence`); the others follow the notifier, relay the bundles
+  they receive to it (`app.cluster.relays`) and hold their outputs for a takeover
+  (`app.cluster.gate`).
 
-Every message between members names a plan; a member that is not the plan's notifier answers
-`not_notifier`, so a member with a stale view only ever costs a retry.
+Every message between members (`ha.messages`) names a plan; a member that is not the plan's
+notifier answers `NotNotifier` (or `Refused`), so a member with a stale view only ever costs a
+retry.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, cast
 
-import sqlalchemy as sa
-
-from adapters.output.rdbms.epoch_fence import EpochFence
-from adapters.output.throttle import Throttle
-from app.cluster.errors import PeerClosed, PeerError
-from app.cluster.gate import OutputGate
-from app.cluster.peers import Connection, Header, PeerServer, connect
-from app.cluster.relays import RelayedBundles
+from app.cluster.fence import NotifierFence
+from app.cluster.gate import Emit, OutputGate
+from app.cluster.heartbeats import Heartbeats
+from app.cluster.peers import Connection, PeerServer, connect
+from app.cluster.relays import RelayedBundles, Relays
 from app.cluster.replication import Follower, Sequencer
-from app.persistence.journal import BundleFailed, NotLeading, PlanJournal
-from app.persistence.records import Events, decode, encode
+from app.cluster.settings import ClusterSettings
+from app.cluster.threads import Locked, forever
+from app.persistence.journal import PlanJournal
 from app.registry.members import RegistryMembers
-from engine.errors import CEPError, NotLeader
-from ha.lease import Timing, lease_lookup_interval
-from ha.membership import Membership, Timeouts
+from ha.lease import lease_lookup_interval
+from ha.membership import Membership
+from ha.messages import NotNotifier, Subscribe
 from ha.placement import notifier, ranking
 from ha.ports import Lease, LeaseStore, LogPosition
 from ha.resends import DirectCopies, Resends
@@ -49,64 +45,12 @@ from ha.roles import Action, PlanRole, Role
 
 log = logging.getLogger(__name__)
 
-RELAY_WAIT_SECONDS = 5.0  # how long a bundle for a plan without a reachable notifier waits for one
 WATERMARK_FLUSH_SECONDS = 30.0  # a sink behind by seconds delays the report, it must not stop it
 # A graceful stop waits this long for the adapters before it hands its plans over: a sink that
 # is slower does not hold the standbys back. What is not written by then the next notifier
 # delivers again (the RDBMS adapter skips what the table has; the old notifier's late writes
 # are refused by the sink's fence once the next one raised it).
 HANDOVER_FLUSH_SECONDS = 0.1
-
-
-@dataclass(frozen=True)
-class ClusterSettings:
-    me: str  # this node's id
-    advertise: str  # where the others reach this node's cluster port, "host:port"
-    host: str
-    port: int
-    wka: tuple[str, ...]
-    secret: bytes
-    timeouts: Timeouts
-    timing: Timing
-    failback_s: float = 0.0  # a member that came back gets its plans after this long preferred
-
-
-class NotifierFence:
-    """The fence of a notifier's writes: its lease must hold on its own clock, and a database
-    sink checks the epoch in the write's transaction (`EpochFence`)."""
-
-    def __init__(self, plan: str, epoch: int, holds: Callable[[], bool]) -> None:
-        self.plan = plan
-        self.epoch = epoch
-        self._holds = holds
-        self._sink = EpochFence(plan, epoch)
-
-    def __call__(self, handle: Any) -> None:
-        if not self._holds():
-            msg = f"this node no longer holds the notifier lease of plan {self.plan} (epoch {self.epoch})"
-            raise NotLeader(msg)
-        if isinstance(handle, sa.Connection):
-            self._sink(handle)
-
-
-class _Locked:
-    """A pure `ha` state machine shared by threads here (heartbeats arrive on many, the role loop
-    reads): every method call under one lock."""
-
-    def __init__(self, inner: object) -> None:
-        self._inner = inner
-        self._lock = threading.Lock()
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._inner, name)
-        if not callable(attr):
-            return attr
-
-        def locked(*args: Any, **kwargs: Any) -> Any:
-            with self._lock:
-                return attr(*args, **kwargs)
-
-        return locked
 
 
 class _Plan:
@@ -136,7 +80,7 @@ class Cluster:
         settings: ClusterSettings,
         leases: LeaseStore,
         members: RegistryMembers | None,
-        emit: Callable[..., None],
+        emit: Emit,
         install: Callable[[str, bytes], object],
         flush: Callable[[float], bool],
         fenced: Callable[[], int],
@@ -151,21 +95,17 @@ class Cluster:
         self._install = install
         self._flush = flush
         self._fenced = fenced
-        self.membership = cast(Membership, _Locked(Membership(self.me, settings.timeouts, ())))
+        self.membership = cast(Membership, Locked(Membership(self.me, settings.timeouts, ())))
         self._addresses: dict[str, str] = {self.me: settings.advertise}  # member → cluster address
         self._plans: dict[str, _Plan] = {}
         self._lock = threading.RLock()
         self._stop = threading.Event()
-        self._links: dict[str, threading.Thread] = {}  # heartbeat senders, by address
-        self._inbound: dict[str, int] = {}  # open heartbeat connections per member
-        self._relays: dict[str, Connection] = {}
-        self._relay_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._round = threading.Lock()  # held by a role round
         self._nudge = threading.Event()  # a role round now: a notifier's stream ended, a member left
         self._started = 0.0
-        self._incarnation = uuid.uuid4().hex[:12]  # this process: relay ids never repeat across restarts
-        self._relay_ids = itertools.count(1)
+        self._heartbeats = Heartbeats(settings, self.membership, self._addresses, self._stop, self._left)
+        self._relays = Relays(settings, self._leading, self._notifier_of, self._notifying)
         self.server = PeerServer(settings.host, settings.port, self.me, settings.secret, self._serve)
 
     # ---- lifecycle ---------------------------------------------------------------------------
@@ -173,7 +113,7 @@ class Cluster:
     def start(self) -> None:
         self._started = time.monotonic()
         self.server.start()
-        for target, name in ((self._heartbeats, "cluster-heartbeats"), (self._roles, "cluster-roles")):
+        for target, name in ((self._heartbeats.run, "cluster-heartbeats"), (self._roles, "cluster-roles")):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -203,8 +143,7 @@ class Cluster:
         self.server.stop()
         for thread in self._threads:
             thread.join(2)
-        for connection in list(self._relays.values()):
-            connection.close()
+        self._relays.close()
 
     # ---- plans -------------------------------------------------------------------------------
 
@@ -228,7 +167,7 @@ class Cluster:
                     gate,
                     PlanRole(name, self.me, self.settings.timing, self.settings.failback_s),
                 )
-                journal.follow(self._relay_for(name))
+                journal.follow(self._relays.relay_for(name))
                 journal.resends = Resends()
                 plan.follower = self._follower(plan)
                 plan.follower.start()
@@ -297,7 +236,7 @@ class Cluster:
 
     def _roles(self) -> None:
         period = min(self.settings.timing.renew_ms / 1000 / 2, 0.05)
-        self._forever(period, self._role_round, "the role loop", wake=self._nudge)
+        forever(self._stop, period, self._role_round, "the role loop", wake=self._nudge)
 
     def _role_round(self) -> None:
         with self._round:
@@ -447,7 +386,7 @@ class Cluster:
         standbys receive every record sequenced, so the next notifier has them all."""
         if not plan.epoch:
             return
-        plan.journal.follow(self._relay_for(plan.name))  # waits for a bundle being sequenced
+        plan.journal.follow(self._relays.relay_for(plan.name))  # waits for a bundle being sequenced
         if drain and plan.sequencer is not None:
             position = plan.journal.position
             if not plan.sequencer.drain(position, self.settings.timing.margin_ms / 1000):
@@ -509,7 +448,7 @@ class Cluster:
                 log.debug("cluster: registry unreachable for the members' rows: %s", exc)
 
     def _watermarks(self) -> None:
-        self._forever(0.2, self._watermark_round, "reporting delivered outputs")
+        forever(self._stop, 0.2, self._watermark_round, "reporting delivered outputs")
 
     def _watermark_round(self) -> None:
         """Tell the standbys which outputs are written, so they forget them. Nothing is reported
@@ -528,193 +467,38 @@ class Cluster:
                 plan.gate.trim(released)
                 sequencer.delivered(released)
 
-    # ---- relaying bundles to the notifier ------------------------------------------------------
+    # ---- what the relays and heartbeats ask ---------------------------------------------------
 
-    def _relay_for(self, name: str) -> Callable[[str, list[tuple[Any, ...]], list[int]], None]:
-        def relay(stream: str, rows: list[tuple[Any, ...]], timestamps: list[int]) -> None:
-            deadline = time.monotonic() + RELAY_WAIT_SECONDS
-            body = encode(Events(stream, timestamps, rows, 0))
-            relay_id = f"{self._incarnation}:{next(self._relay_ids)}"  # the same for every attempt
-            while True:
-                with self._lock:
-                    plan = self._plans.get(name)
-                if plan is None or plan.epoch:
-                    msg = f"plan {name}: this node leads it now"
-                    raise NotLeading(msg)
-                address = self._notifier_address(plan)
-                if address is not None:
-                    try:
-                        self._relay(address, name, body, relay_id)
-                        return
-                    except PeerError as exc:
-                        log.debug("plan %s: relay to %s failed: %s", name, address, exc)
-                if time.monotonic() >= deadline:
-                    msg = f"plan {name}: no notifier took the events within {RELAY_WAIT_SECONDS:.0f} s"
-                    raise NotLeading(msg)
-                time.sleep(0.05)
+    def _leading(self, name: str) -> bool | None:
+        with self._lock:
+            plan = self._plans.get(name)
+        return None if plan is None else bool(plan.epoch)
 
-        return relay
+    def _notifier_of(self, name: str) -> str | None:
+        with self._lock:
+            plan = self._plans.get(name)
+        return None if plan is None else self._notifier_address(plan)
 
-    def _relay(self, address: str, plan: str, body: bytes, relay_id: str) -> None:
-        with self._relay_lock:
-            connection = self._relays.get(address)
-            if connection is None or connection.closed:
-                connection = self._relays[address] = connect(address, self.me, "relay", self.settings.secret)
-            try:
-                connection.send({"t": "events", "plan": plan, "id": relay_id}, body)
-                # no timeout: a bundle the notifier took late (a partition healing) must not be sent again
-                answer, _ = connection.recv(64 * 1024)
-            except PeerError:
-                connection.close()
-                raise
-        if answer.get("t") != "ok":
-            raise PeerError(str(answer.get("why", "the notifier refused the events")))
+    def _notifying(self, name: str) -> tuple[PlanJournal, RelayedBundles] | None:
+        plan = self._plans.get(name)
+        return None if plan is None or not plan.epoch else (plan.journal, plan.relayed)
 
-    # ---- heartbeats ----------------------------------------------------------------------------
-
-    def _heartbeats(self) -> None:
-        self._forever(self.settings.timeouts.heartbeat_ms / 1000, self._heartbeat_round, "heartbeats")
-
-    def _heartbeat_round(self) -> None:
-        now = time.monotonic()
-        targets = set(self.settings.wka)
-        for member in self.membership.targets(now):
-            address = self._addresses.get(member)
-            if address is not None:
-                targets.add(address)
-        targets.discard(self.settings.advertise)
-        for address in targets:
-            link = self._links.get(address)
-            if link is None or not link.is_alive():
-                link = threading.Thread(target=self._link, args=(address,), daemon=True)
-                self._links[address] = link
-                link.start()
-
-    def _forever(
-        self, period: float, step: Callable[[], object], what: str, wake: threading.Event | None = None
-    ) -> None:
-        """Run `step` every `period` s (and whenever `wake` is set) until stopped; a failure is
-        logged (at most every 10 s) and the loop goes on: a background duty that dies silently
-        would look like a dead node."""
-        failures = Throttle(10.0)
-        while True:
-            if wake is None:
-                self._stop.wait(period)
-            elif wake.wait(period):
-                wake.clear()
-            if self._stop.is_set():
-                return
-            try:
-                step()
-            except Exception:
-                allowed, held = failures.allow()
-                if allowed:
-                    log.exception("cluster: %s failed%s", what, f" ({held} more not shown)" if held else "")
-
-    def _link(self, address: str) -> None:
-        """Heartbeats to the member at `address` until the connection fails (a new link follows)."""
-        try:
-            connection = connect(address, self.me, "heartbeat", self.settings.secret, timeout=0.5)
-        except PeerError:
-            self._stop.wait(self.settings.timeouts.heartbeat_ms / 1000)
-            return
-        peer = connection.peer
-        self._addresses.setdefault(peer, address)
-        try:
-            while not self._stop.is_set():
-                now = time.monotonic()
-                knows = {m: self._addresses.get(m) for m in self.membership.knows(now)}
-                connection.send({"t": "hb", "addr": self.settings.advertise, "knows": knows})
-                self._stop.wait(self.settings.timeouts.heartbeat_ms / 1000)
-        except PeerError:
-            pass
-        finally:
-            connection.close()
+    def _left(self, member: str) -> None:
+        """`member`'s process is gone: decide now who notifies its plans."""
+        self._nudge.set()
 
     # ---- serving other members ----------------------------------------------------------------
 
     def _serve(self, connection: Connection) -> None:
         if connection.purpose == "heartbeat":
-            self._serve_heartbeats(connection)
+            self._heartbeats.serve(connection)
         elif connection.purpose == "replicate":
-            request, _ = connection.recv(64 * 1024)
-            plan = self._plans.get(str(request.get("plan")))
+            request = connection.recv(64 * 1024)
+            plan = self._plans.get(request.plan) if isinstance(request, Subscribe) else None
             sequencer = None if plan is None else plan.sequencer
-            if sequencer is None:
-                connection.send({"t": "not_notifier"})
+            if sequencer is None or not isinstance(request, Subscribe):
+                connection.send(NotNotifier())
                 return
             sequencer.serve(connection, request)
         elif connection.purpose == "relay":
-            self._serve_relay(connection)
-
-    def _serve_heartbeats(self, connection: Connection) -> None:
-        """A member's heartbeats. Its connection closed in order (FIN) means its process is gone:
-        dead at once. A reset or failed connection says nothing of the process (a firewall, a
-        partition): the member goes dead only when its heartbeats stay away."""
-        peer = connection.peer
-        with self._lock:
-            self._inbound[peer] = self._inbound.get(peer, 0) + 1
-        died = False
-        try:
-            while True:
-                header, _ = connection.recv(256 * 1024)
-                if header.get("t") != "hb":
-                    continue
-                self._heard(peer, header)
-        except PeerClosed:
-            died = True
-        finally:
-            with self._lock:
-                self._inbound[peer] -= 1
-                last = self._inbound[peer] == 0
-            if died and last and not self._stop.is_set():
-                self.membership.lost(peer)
-                self._nudge.set()
-                log.info("cluster member %s left (its connection closed)", peer)
-
-    def _heard(self, peer: str, header: Header) -> None:
-        address = header.get("addr")
-        if isinstance(address, str):
-            self._addresses[peer] = address
-        knows = header.get("knows")
-        members: list[str] = []
-        if isinstance(knows, dict):
-            for member, where in knows.items():
-                members.append(str(member))
-                if isinstance(where, str) and member not in self._addresses:
-                    self._addresses[str(member)] = where
-        self.membership.heartbeat(peer, members, time.monotonic())
-
-    def _serve_relay(self, connection: Connection) -> None:
-        while True:
-            header, body = connection.recv()
-            plan = self._plans.get(str(header.get("plan")))
-            if plan is None or not plan.epoch:
-                connection.send({"t": "refused", "why": f"not the notifier of plan {header.get('plan')}"})
-                continue
-            relay_id = f"{connection.peer}/{header.get('id')}"
-            first, answer = plan.relayed.begin(relay_id)
-            if not first:  # sent again: its answer was lost
-                refusal = answer.wait(RELAY_WAIT_SECONDS)
-                connection.send({"t": "ok"} if refusal is None else {"t": "refused", "why": refusal})
-                continue
-            try:
-                record = decode(body)
-                if not isinstance(record, Events):
-                    msg = "a relayed record must be events"
-                    raise CEPError(msg)
-                try:
-                    position = plan.journal.send(record.stream, record.rows, record.timestamps, forward=False)
-                except BundleFailed as exc:  # taken (and failed as a replay will): not to be sent again
-                    log.error("plan %s failed on relayed events: %s", plan.name, exc)
-                    position = exc.position
-                plan.journal.durable(position)
-            except CEPError as exc:
-                plan.relayed.refused(relay_id, answer, str(exc))
-                connection.send({"t": "refused", "why": str(exc)})
-                continue
-            except BaseException as exc:
-                plan.relayed.refused(relay_id, answer, f"the notifier failed on it: {exc}")
-                raise
-            plan.relayed.taken(answer)
-            connection.send({"t": "ok"})
+            self._relays.serve(connection)

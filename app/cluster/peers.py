@@ -1,22 +1,29 @@
-"""The channel between cluster members: authenticated TCP connections carrying messages.
+"""The channel between cluster members: authenticated TCP connections carrying `ha.messages`.
 
-A message is a JSON header (a dict with a `"t"` type) and an optional binary body, framed as
+A message is a JSON header (its fields, with `"t"` its type) and an optional binary body (a
+message's `body` field), framed as
 
     length of what follows (I, big-endian) | header length (I) | header (UTF-8 JSON) | body
 
-Every connection starts with a mutual challenge-response on the cluster's shared secret
-(`[cluster] secret`): the connecting side sends `hello` (its name, what the connection is for,
-a nonce); the accepting side answers with its own nonce and an HMAC-SHA256 over both nonces,
-its name and the purpose; the connecting side proves itself the same way. Nothing else is
-read before that, frames before it are at most `HANDSHAKE_BYTES`, and it must finish within
-`HANDSHAKE_SECONDS` in all: a client without the secret costs the node one short-lived socket.
-The secret authenticates peers; it does not encrypt: run the cluster port on a private network.
+Messages are encoded and decoded here and nowhere else (`encode`, `decode`): what arrives is
+checked field by field against the message's dataclass, so a member never acts on a header
+of the wrong shape.
 
-Imports nothing of ours but its errors (`app.cluster.errors`).
+Every connection starts with a mutual challenge-response on the cluster's shared secret
+(`[cluster] secret`): the connecting side sends `Hello` (its name, what the connection is for,
+a nonce); the accepting side answers with its own nonce and an HMAC-SHA256 over both nonces,
+its name and the purpose (`Challenge`); the connecting side proves itself the same way
+(`Proof`). Nothing else is read before that, frames before it are at most `HANDSHAKE_BYTES`,
+and it must finish within `handshake_seconds` in all: a client without the secret costs the
+node one short-lived socket. The secret authenticates peers; it does not encrypt: run the
+cluster port on a private network.
+
+Imports nothing of ours but its errors (`app.cluster.errors`) and `ha.messages`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -26,10 +33,13 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable
+import types
+import typing
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from app.cluster.errors import PeerClosed, PeerError, PeerReset
+from ha.messages import KINDS, Challenge, Hello, Message, Proof, Refused, Welcome
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +49,122 @@ MAX_MESSAGE_BYTES = 512 * 1024 * 1024  # a snapshot travels in one message
 MAX_HANDSHAKES = 16  # connections authenticating at once; more are closed at once
 SEND_SECONDS = 5  # a send that cannot go on for this long fails the connection
 _FRAME = struct.Struct(">II")
+_M = typing.TypeVar("_M")
 
-Header = dict[str, Any]
+
+# ---- the codec -----------------------------------------------------------------------------
+
+Check = Callable[[Any], Any]  # the field's value from JSON, or raises ValueError
+
+
+def _checker(hint: Any) -> Check:
+    """How to take a field of type `hint` from a decoded JSON header."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is bool:
+        return lambda v: v if isinstance(v, bool) else _wrong(v, "a boolean")
+    if hint is int:
+        return lambda v: v if isinstance(v, int) and not isinstance(v, bool) else _wrong(v, "an integer")
+    if hint is str:
+        return lambda v: v if isinstance(v, str) else _wrong(v, "a string")
+    if hint is type(None):
+        return lambda v: v if v is None else _wrong(v, "null")
+    if origin in (types.UnionType, typing.Union):
+        options = [_checker(a) for a in args]
+
+        def either(v: Any) -> Any:
+            for option in options:
+                try:
+                    return option(v)
+                except ValueError:
+                    continue
+            return _wrong(v, " or ".join(str(a) for a in args))
+
+        return either
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        item = _checker(args[0])
+        return lambda v: tuple(item(x) for x in v) if isinstance(v, list) else _wrong(v, "a list")
+    if origin is Mapping or origin is dict:
+        key, value = _checker(args[0]), _checker(args[1])
+        return lambda v: (
+            {key(k): value(x) for k, x in v.items()} if isinstance(v, dict) else _wrong(v, "an object")
+        )
+    msg = f"no wire form for {hint!r}"
+    raise TypeError(msg)
+
+
+def _wrong(value: Any, wanted: str) -> Any:
+    msg = f"{json.dumps(value)[:40]} is not {wanted}"
+    raise ValueError(msg)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Shape:
+    kind: type[Message]
+    fields: tuple[tuple[str, str, Check, bool], ...]  # name, wire key, check, required
+    body: bool  # it has a `body` field
+
+
+def _shape(kind: type[Message]) -> _Shape:
+    hints = typing.get_type_hints(kind)
+    fields = []
+    for f in dataclasses.fields(kind):
+        if f.name == "body":
+            continue
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        fields.append((f.name, f.metadata.get("wire", f.name), _checker(hints[f.name]), required))
+    return _Shape(kind, tuple(fields), any(f.name == "body" for f in dataclasses.fields(kind)))
+
+
+_SHAPES: dict[str, _Shape] = {kind.TAG: _shape(kind) for kind in KINDS}
+_BY_KIND: dict[type[Message], _Shape] = {s.kind: s for s in _SHAPES.values()}
+
+
+def encode(message: Message) -> tuple[bytes, bytes]:
+    """`message` as its wire header and body."""
+    shape = _BY_KIND[type(message)]
+    header: dict[str, Any] = {"t": message.TAG}
+    for name, key, _, _ in shape.fields:
+        value = getattr(message, name)
+        header[key] = dict(value) if isinstance(value, Mapping) else value
+    body: bytes = getattr(message, "body") if shape.body else b""  # noqa: B009
+    return json.dumps(header, separators=(",", ":")).encode(), body
+
+
+def decode(data: bytes, body: bytes, peer: str) -> Message:
+    """The message of a wire header and body; `PeerError` for anything not one of ours."""
+    try:
+        header = json.loads(data)
+    except ValueError as exc:
+        msg = f"{peer} sent a message that is not ours ({exc})"
+        raise PeerError(msg) from None
+    if not isinstance(header, dict) or not isinstance(header.get("t"), str):
+        msg = f"{peer} sent a message without a type"
+        raise PeerError(msg)
+    shape = _SHAPES.get(header["t"])
+    if shape is None:
+        msg = f"{peer} sent a message of unknown type {header['t'][:40]!r}"
+        raise PeerError(msg)
+    values: dict[str, Any] = {}
+    for name, key, check, required in shape.fields:
+        if key not in header:
+            if required:
+                msg = f"{peer} sent a {shape.kind.TAG!r} message without {key!r}"
+                raise PeerError(msg)
+            continue
+        try:
+            values[name] = check(header[key])
+        except (ValueError, AttributeError, TypeError) as exc:
+            msg = f"{peer} sent a {shape.kind.TAG!r} message whose {key!r} is wrong: {exc}"
+            raise PeerError(msg) from None
+    if shape.body:
+        values["body"] = body
+    elif body:
+        msg = f"{peer} sent a {shape.kind.TAG!r} message with a body"
+        raise PeerError(msg)
+    return shape.kind(**values)
+
+
+# ---- connections ---------------------------------------------------------------------------
 
 
 class Connection:
@@ -53,8 +177,8 @@ class Connection:
         self._send_lock = threading.Lock()
         self._closed = False
 
-    def send(self, header: Header, body: bytes = b"") -> None:
-        data = json.dumps(header, separators=(",", ":")).encode()
+    def send(self, message: Message) -> None:
+        data, body = encode(message)
         frame = _FRAME.pack(4 + len(data) + len(body), len(data)) + data
         try:
             with self._send_lock:
@@ -66,20 +190,22 @@ class Connection:
             msg = f"cannot send to {self.peer}: {exc.strerror or exc}"
             raise PeerError(msg) from None
 
-    def close_with(self, header: Header) -> None:
-        """Close, telling the peer `header` first if that goes out at once: never wait on a peer
+    def close_with(self, message: Message) -> None:
+        """Close, telling the peer `message` first if that goes out at once: never wait on a peer
         that does not read (a send stuck on it holds the send lock for up to `SEND_SECONDS`)."""
-        data = json.dumps(header, separators=(",", ":")).encode()
+        data, body = encode(message)
         if self._send_lock.acquire(blocking=False):
             try:
-                self.sock.send(_FRAME.pack(4 + len(data), len(data)) + data, socket.MSG_DONTWAIT)
+                self.sock.send(
+                    _FRAME.pack(4 + len(data) + len(body), len(data)) + data + body, socket.MSG_DONTWAIT
+                )
             except OSError:
                 pass
             finally:
                 self._send_lock.release()
         self.close()  # a send stuck in another thread fails now
 
-    def recv(self, limit: int = MAX_MESSAGE_BYTES, timeout: float | None = None) -> tuple[Header, bytes]:
+    def recv(self, limit: int = MAX_MESSAGE_BYTES, timeout: float | None = None) -> Message:
         """The next message; `PeerError` if none came within `timeout` s (None: wait)."""
         return _recv(self.sock, self.peer, limit, None if timeout is None else time.monotonic() + timeout)
 
@@ -125,21 +251,21 @@ def _recv_exact(sock: socket.socket, n: int, peer: str, deadline: float | None) 
     return b"".join(chunks)
 
 
-def _recv(sock: socket.socket, peer: str, limit: int, deadline: float | None = None) -> tuple[Header, bytes]:
+def _recv(sock: socket.socket, peer: str, limit: int, deadline: float | None = None) -> Message:
     size, header_size = _FRAME.unpack(_recv_exact(sock, _FRAME.size, peer, deadline))
     if size > limit or header_size > size - 4:
         msg = f"{peer} sent a message of {size} bytes (at most {limit} here)"
         raise PeerError(msg)
     data = _recv_exact(sock, size - 4, peer, deadline)
-    try:
-        header = json.loads(data[:header_size])
-    except ValueError as exc:
-        msg = f"{peer} sent a message that is not ours ({exc})"
-        raise PeerError(msg) from None
-    if not isinstance(header, dict) or not isinstance(header.get("t"), str):
-        msg = f"{peer} sent a message without a type"
+    return decode(data[:header_size], data[header_size:], peer)
+
+
+def _expect(message: Message, kind: type[_M], peer: str, what: str) -> _M:
+    if not isinstance(message, kind):
+        why = f": {message.why}" if isinstance(message, Refused) else ""
+        msg = f"{peer} {what}{why}"
         raise PeerError(msg)
-    return header, data[header_size:]
+    return message
 
 
 def _proof(secret: bytes, role: str, first: str, second: str, name: str, purpose: str) -> str:
@@ -161,19 +287,21 @@ def connect(address: str, me: str, purpose: str, secret: bytes, timeout: float =
         deadline = time.monotonic() + HANDSHAKE_SECONDS
         mine = os.urandom(16).hex()
         probe = Connection(sock, address, purpose)
-        probe.send({"t": "hello", "name": me, "purpose": purpose, "nonce": mine})
-        answer, _ = _recv(sock, address, HANDSHAKE_BYTES, deadline)
-        theirs, peer = str(answer.get("nonce", "")), str(answer.get("name", ""))
-        expected = _proof(secret, "accepting", mine, theirs, peer, purpose)
-        if answer.get("t") != "challenge" or not hmac.compare_digest(str(answer.get("proof", "")), expected):
-            msg = f"cluster member {address} did not prove it knows the cluster secret"
+        probe.send(Hello(me, purpose, mine))
+        answer = _recv(sock, address, HANDSHAKE_BYTES, deadline)
+        unproven = f"cluster member {address} did not prove it knows the cluster secret"
+        if not isinstance(answer, Challenge):
+            raise PeerError(unproven)
+        expected = _proof(secret, "accepting", mine, answer.nonce, answer.name, purpose)
+        if not hmac.compare_digest(answer.proof, expected):
+            raise PeerError(unproven)
+        probe.send(Proof(_proof(secret, "connecting", answer.nonce, mine, me, purpose)))
+        ready = _recv(sock, address, HANDSHAKE_BYTES, deadline)
+        if not isinstance(ready, Welcome):
+            why = ready.why if isinstance(ready, Refused) else "no reason given"
+            msg = f"cluster member {address} refused this node: {why}"
             raise PeerError(msg)
-        probe.send({"t": "proof", "proof": _proof(secret, "connecting", theirs, mine, me, purpose)})
-        ready, _ = _recv(sock, address, HANDSHAKE_BYTES, deadline)
-        if ready.get("t") != "welcome":
-            msg = f"cluster member {address} refused this node: {ready.get('why', 'no reason given')}"
-            raise PeerError(msg)
-        return _established(sock, peer, purpose)
+        return _established(sock, answer.name, purpose)
     except BaseException:
         sock.close()
         raise
@@ -191,14 +319,22 @@ def _established(sock: socket.socket, peer: str, purpose: str) -> Connection:
 
 class PeerServer:
     """Accepts members' connections on `host:port`; `serve(connection)` runs in a thread of its
-    own per authenticated connection and owns it."""
+    own per authenticated connection and owns it. A client must finish the handshake within
+    `handshake_seconds`."""
 
     def __init__(
-        self, host: str, port: int, me: str, secret: bytes, serve: Callable[[Connection], None]
+        self,
+        host: str,
+        port: int,
+        me: str,
+        secret: bytes,
+        serve: Callable[[Connection], None],
+        handshake_seconds: float = HANDSHAKE_SECONDS,
     ) -> None:
         self.me = me
         self._secret = secret
         self._serve = serve
+        self._handshake_seconds = handshake_seconds
         self._listener = socket.create_server((host, port), reuse_port=False)
         self.port = self._listener.getsockname()[1]
         self._handshakes = threading.BoundedSemaphore(MAX_HANDSHAKES)
@@ -254,21 +390,19 @@ class PeerServer:
 
     def _handshake(self, sock: socket.socket, address: str) -> Connection:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        deadline = time.monotonic() + HANDSHAKE_SECONDS  # for the whole handshake, not per read
-        hello, _ = _recv(sock, address, HANDSHAKE_BYTES, deadline)
-        if hello.get("t") != "hello":
-            msg = "it did not start with hello"
-            raise PeerError(msg)
-        theirs, peer, purpose = (str(hello.get(k, "")) for k in ("nonce", "name", "purpose"))
+        deadline = time.monotonic() + self._handshake_seconds  # for the whole handshake, not per read
+        hello = _expect(
+            _recv(sock, address, HANDSHAKE_BYTES, deadline), Hello, address, "did not start with hello"
+        )
         mine = os.urandom(16).hex()
-        probe = Connection(sock, address, purpose)
-        proof = _proof(self._secret, "accepting", theirs, mine, self.me, purpose)
-        probe.send({"t": "challenge", "name": self.me, "nonce": mine, "proof": proof})
-        answer, _ = _recv(sock, address, HANDSHAKE_BYTES, deadline)
-        expected = _proof(self._secret, "connecting", mine, theirs, peer, purpose)
-        if answer.get("t") != "proof" or not hmac.compare_digest(str(answer.get("proof", "")), expected):
-            probe.send({"t": "refused", "why": "wrong cluster secret"})
-            msg = f"{peer or 'a client'} did not prove it knows the cluster secret"
+        probe = Connection(sock, address, hello.purpose)
+        proof = _proof(self._secret, "accepting", hello.nonce, mine, self.me, hello.purpose)
+        probe.send(Challenge(self.me, mine, proof))
+        answer = _recv(sock, address, HANDSHAKE_BYTES, deadline)
+        expected = _proof(self._secret, "connecting", mine, hello.nonce, hello.name, hello.purpose)
+        if not isinstance(answer, Proof) or not hmac.compare_digest(answer.proof, expected):
+            probe.send(Refused("wrong cluster secret"))
+            msg = f"{hello.name or 'a client'} did not prove it knows the cluster secret"
             raise PeerError(msg)
-        probe.send({"t": "welcome"})
-        return _established(sock, peer, purpose)
+        probe.send(Welcome())
+        return _established(sock, hello.name, hello.purpose)

@@ -1,9 +1,146 @@
-"""Bundles members relay to a plan's notifier: `RelayedBundles`, the notifier's memory of them."""
+"""Bundles a standby relays to its plan's notifier (failover and active-active modes).
+
+Clients may send a redundant plan's events to any member; a member that is not the plan's
+notifier relays each bundle to it over a `relay` connection (`Relays.relay_for`) and answers
+its client only once the notifier took it (`Ok`) — or raises `NotLeading` when no notifier
+took it within `RELAY_WAIT_SECONDS` (the client is not acknowledged and sends it again). Each
+bundle carries an id that is the same on every attempt (`<member incarnation>:<n>`), so the
+notifier (`Relays.serve`) answers a repeat whose first answer was lost as it answered the
+first attempt, without processing it twice (`RelayedBundles`).
+"""
 
 from __future__ import annotations
 
+import itertools
+import logging
 import threading
+import time
+import uuid
 from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from app.cluster.errors import PeerError
+from app.cluster.peers import Connection, connect
+from app.cluster.settings import ClusterSettings
+from app.persistence.journal import BundleFailed, NotLeading, PlanJournal, Relay
+from app.persistence.records import Events, decode, encode
+from engine.errors import CEPError
+from ha.messages import Ok, Refused, RelayedEvents
+
+log = logging.getLogger(__name__)
+
+RELAY_WAIT_SECONDS = 5.0  # how long a bundle for a plan without a reachable notifier waits for one
+
+
+class Relays:
+    """This member's relays to the notifiers, and the relays it serves as a notifier.
+
+    `leading(plan)`: True while this member notifies for `plan`, False while it does not, None
+    when the plan is not deployed here; `notifier_address(plan)`: where the plan's notifier is
+    (None: not known now); `notifying(plan)`: the plan's journal and relay memory while this
+    member notifies for it, else None.
+    """
+
+    def __init__(
+        self,
+        settings: ClusterSettings,
+        leading: Callable[[str], bool | None],
+        notifier_address: Callable[[str], str | None],
+        notifying: Callable[[str], tuple[PlanJournal, RelayedBundles] | None],
+    ) -> None:
+        self.settings = settings
+        self._leading = leading
+        self._notifier_address = notifier_address
+        self._notifying = notifying
+        self._connections: dict[str, Connection] = {}
+        self._lock = threading.Lock()
+        self._incarnation = uuid.uuid4().hex[:12]  # this process: relay ids never repeat across restarts
+        self._ids = itertools.count(1)
+
+    def relay_for(self, name: str) -> Relay:
+        """What plan `name`'s journal calls, while this member follows, for a bundle clients sent here."""
+
+        def relay(stream: str, rows: list[tuple[Any, ...]], timestamps: list[int]) -> None:
+            deadline = time.monotonic() + RELAY_WAIT_SECONDS
+            body = encode(Events(stream, timestamps, rows, 0))
+            relay_id = f"{self._incarnation}:{next(self._ids)}"  # the same for every attempt
+            while True:
+                if self._leading(name) is not False:
+                    msg = f"plan {name}: this node leads it now"
+                    raise NotLeading(msg)
+                address = self._notifier_address(name)
+                if address is not None:
+                    try:
+                        self._relay(address, RelayedEvents(name, relay_id, body))
+                        return
+                    except PeerError as exc:
+                        log.debug("plan %s: relay to %s failed: %s", name, address, exc)
+                if time.monotonic() >= deadline:
+                    msg = f"plan {name}: no notifier took the events within {RELAY_WAIT_SECONDS:.0f} s"
+                    raise NotLeading(msg)
+                time.sleep(0.05)
+
+        return relay
+
+    def _relay(self, address: str, message: RelayedEvents) -> None:
+        with self._lock:
+            connection = self._connections.get(address)
+            if connection is None or connection.closed:
+                connection = self._connections[address] = connect(
+                    address, self.settings.me, "relay", self.settings.secret
+                )
+            try:
+                connection.send(message)
+                # no timeout: a bundle the notifier took late (a partition healing) must not be sent again
+                answer = connection.recv(64 * 1024)
+            except PeerError:
+                connection.close()
+                raise
+        if not isinstance(answer, Ok):
+            raise PeerError(answer.why if isinstance(answer, Refused) else "the notifier refused the events")
+
+    def close(self) -> None:
+        for connection in list(self._connections.values()):
+            connection.close()
+
+    def serve(self, connection: Connection) -> None:
+        """Bundles a member relays to this one, until its connection ends."""
+        while True:
+            message = connection.recv()
+            if not isinstance(message, RelayedEvents):
+                continue
+            notifying = self._notifying(message.plan)
+            if notifying is None:
+                connection.send(Refused(f"not the notifier of plan {message.plan}"))
+                continue
+            journal, relayed = notifying
+            relay_id = f"{connection.peer}/{message.relay_id}"
+            first, answer = relayed.begin(relay_id)
+            if not first:  # sent again: its answer was lost
+                refusal = answer.wait(RELAY_WAIT_SECONDS)
+                connection.send(Ok() if refusal is None else Refused(refusal))
+                continue
+            try:
+                record = decode(message.body)
+                if not isinstance(record, Events):
+                    msg = "a relayed record must be events"
+                    raise CEPError(msg)
+                try:
+                    position = journal.send(record.stream, record.rows, record.timestamps, forward=False)
+                except BundleFailed as exc:  # taken (and failed as a replay will): not to be sent again
+                    log.error("plan %s failed on relayed events: %s", message.plan, exc)
+                    position = exc.position
+                journal.durable(position)
+            except CEPError as exc:
+                relayed.refused(relay_id, answer, str(exc))
+                connection.send(Refused(str(exc)))
+                continue
+            except BaseException as exc:
+                relayed.refused(relay_id, answer, f"the notifier failed on it: {exc}")
+                raise
+            relayed.taken(answer)
+            connection.send(Ok())
 
 
 class RelayedBundles:

@@ -24,9 +24,9 @@ else it is told `other_text` and asks again. A standby whose plan was redeployed
 subscribes again asking for a snapshot (`fresh`): the records it applied between the two
 members' redeploys ran through different texts, so its state is taken from the notifier anew.
 
-Messages (`app.cluster.peers`): standby → notifier `sub`, `ack`; notifier → standby `state`
-(body: the state blob), `resume`, `rec` (body: the encoded record), `live`, `delivered`,
-`not_notifier`, `other_text`, `dropped`.
+Messages (`ha.messages`, over `app.cluster.peers`): standby → notifier `Subscribe`, `Ack`;
+notifier → standby `State` (body: the state blob) and `CarriedOutput`s, or `Resume`; `Record`
+(body: the encoded record), `Live`, `Delivered`, `NotNotifier`, `OtherText`, `Dropped`.
 """
 
 from __future__ import annotations
@@ -38,13 +38,28 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from adapters.output.base import Origin
 from app.cluster.errors import PeerClosed, PeerError, StateDoesNotFit
 from app.cluster.gate import OutputGate
-from app.cluster.peers import Connection, Header
+from app.cluster.peers import Connection
 from app.persistence.errors import InputLogError
-from app.persistence.journal import NotLeading, PlanJournal, Provenance
+from app.persistence.journal import NotLeading, PlanJournal
 from app.persistence.records import Events, decode, encode
 from engine.events import Event
+from ha.messages import (
+    Ack,
+    CarriedOutput,
+    Delivered,
+    Dropped,
+    Live,
+    Message,
+    NotNotifier,
+    OtherText,
+    Record,
+    Resume,
+    State,
+    Subscribe,
+)
 from ha.ports import LogPosition
 
 log = logging.getLogger(__name__)
@@ -61,7 +76,7 @@ class _Subscriber:
         self.acked = 0
         self.live = False  # told `live`: it counts itself able to take over from then on
         self.ready = False  # it says it could take over (it holds what a takeover must deliver)
-        self.queue: deque[tuple[Header, bytes]] = deque()
+        self.queue: deque[Message] = deque()
         self.wakeup = threading.Condition()
         self.gone = False
 
@@ -74,12 +89,12 @@ class _Subscriber:
         was sent to it (it subscribed before) and it has not acknowledged it."""
         return self.joined_at < position and self.acked < position
 
-    def push(self, header: Header, body: bytes = b"") -> None:
+    def push(self, message: Message) -> None:
         with self.wakeup:
             if len(self.queue) >= MAX_QUEUED:
                 self.drop(f"more than {MAX_QUEUED} records behind")
                 return
-            self.queue.append((header, body))
+            self.queue.append(message)
             self.wakeup.notify()
 
     def drop(self, why: str) -> None:
@@ -87,7 +102,7 @@ class _Subscriber:
             return
         self.gone = True
         log.warning("standby %s dropped: %s; it must catch up again", self.peer, why)
-        self.connection.close_with({"t": "dropped", "why": why})
+        self.connection.close_with(Dropped(why))
 
 
 class Sequencer:
@@ -121,7 +136,7 @@ class Sequencer:
     def appended(self, position: int, payload: bytes) -> None:
         for sub in self._subscribers:
             if not sub.gone:
-                sub.push({"t": "rec", "p": position}, payload)
+                sub.push(Record(position, payload))
 
     def settle(self, position: int) -> None:
         """Return once `position` may be acknowledged, and release its outputs. That takes
@@ -185,7 +200,7 @@ class Sequencer:
         """The outputs of every position up to `through` are written: standbys may forget theirs."""
         for sub in self._subscribers:
             if not sub.gone:
-                sub.push({"t": "delivered", "p": through})
+                sub.push(Delivered(through))
 
     def drain(self, position: int, timeout: float) -> bool:
         """Wait until every standby in sync holds `position` (a graceful hand-over); False on timeout."""
@@ -215,60 +230,51 @@ class Sequencer:
 
     # ---- a standby's subscription ------------------------------------------------------------
 
-    def serve(self, connection: Connection, request: Header) -> None:
+    def serve(self, connection: Connection, request: Subscribe) -> None:
         """Serve standby `connection` that sent `request` (`sub`), until it or this node stops."""
         journal = self.journal
         with journal.lock:
             if self._closed or not journal.leading:
-                connection.send({"t": "not_notifier"})
+                connection.send(NotNotifier())
                 return
             first, _ = journal._log.bounds(journal.plan)
-            if request.get("text") != journal.deployed:
-                connection.send({"t": "other_text"})  # one of the two redeploys is still to come
+            if request.text != journal.deployed:
+                connection.send(OtherText())  # one of the two redeploys is still to come
                 return
-            asked = int(request.get("position", -1))
+            asked = request.position
             resume = (
-                not request.get("fresh")
-                and request.get("log_id") == journal.log_id
-                and request.get("term") == journal.term
+                not request.fresh
+                and request.log_id == journal.log_id
+                and request.term == journal.term
                 and first - 1 <= asked <= journal.position
             )
             state = None if resume else journal._runtime().capture()
             carried, delivered, covers = self.gate.carried() if state is not None else ([], 0, 0)
             start = asked if resume else journal.position
-            header: Header = {"log_id": journal.log_id, "position": start, "term": journal.term}
-            header["clock"] = journal.clock.now
-            recent = [] if resume else journal.recent()
+            log_id, term, clock = journal.log_id, journal.term, journal.clock.now
+            recent = () if resume else tuple(journal.recent())
             sub = _Subscriber(connection, journal.position)
             with self._acks:
                 self._subscribers = [*self._subscribers, sub]
                 self._term.append(sub)
         try:
             if state is None:
-                connection.send({"t": "resume", **header})
+                connection.send(Resume(log_id, start, term, clock))
             else:
-                extra = {"recent": recent, "delivered": delivered, "covers": covers}
-                connection.send({"t": "state", **header, **extra}, state.encode())
+                connection.send(State(log_id, start, term, clock, recent, delivered, covers, state.encode()))
                 for stream_id, events, where in carried:  # outputs not known written: it holds them too
                     out = Events(stream_id, [e.timestamp for e in events], [tuple(e.data) for e in events])
-                    expired = [i for i, e in enumerate(events) if e.expired]
+                    expired = tuple(i for i, e in enumerate(events) if e.expired)
                     connection.send(
-                        {
-                            "t": "out",
-                            "log": where.log_id,
-                            "p": where.position,
-                            "i": where.index,
-                            "x": expired,
-                        },
-                        encode(out),
+                        CarriedOutput(where.log_id, where.position, where.index, expired, encode(out))
                     )
             for position, payload in journal._log.read_payloads(journal.plan, start):
                 if position > sub.joined_at:
                     break
-                connection.send({"t": "rec", "p": position}, payload)
+                connection.send(Record(position, payload))
             with self._acks:
                 sub.live = True  # before it is told: a bundle settled from now on waits for it
-            connection.send({"t": "live"})
+            connection.send(Live())
             log.info(
                 "plan %s: standby %s %s at position %d",
                 journal.plan, sub.peer, "resumed" if resume else "joined from a snapshot", start,
@@ -276,11 +282,11 @@ class Sequencer:
             sender = threading.Thread(target=self._send_loop, args=(sub,), daemon=True)
             sender.start()
             while not sub.gone:
-                answer, _ = connection.recv(4096)
-                if answer.get("t") == "ack":
+                answer = connection.recv(4096)
+                if isinstance(answer, Ack):
                     with self._acks:
-                        sub.acked = max(sub.acked, int(answer.get("p", 0)))
-                        sub.ready = bool(answer.get("ready"))
+                        sub.acked = max(sub.acked, answer.position)
+                        sub.ready = answer.ready
                         self._supersede(sub)
                         self._acks.notify_all()
         except (PeerError, InputLogError) as exc:
@@ -310,8 +316,8 @@ class Sequencer:
                         return
                     batch = list(sub.queue)
                     sub.queue.clear()
-                for header, body in batch:
-                    sub.connection.send(header, body)
+                for message in batch:
+                    sub.connection.send(message)
         except PeerError:
             sub.gone = True
             sub.connection.close()
@@ -418,66 +424,54 @@ class Follower:
             return
         resyncs = self._resyncs  # a state asked for before a later `resync` does not end that one
         connection.send(
-            {
-                "t": "sub",
-                "plan": journal.plan,
-                "log_id": journal.log_id,
-                "position": journal.position,
-                "term": journal.term,
-                "text": journal.deployed,
-                "fresh": self._fresh,
-            }
+            Subscribe(
+                journal.plan, journal.log_id, journal.position, journal.term, journal.deployed, self._fresh
+            )
         )
         while not self._stop.is_set():
-            header, body = connection.recv()
-            kind = header.get("t")
-            if kind == "rec":
-                journal.apply(int(header["p"]), body)
+            message = connection.recv()
+            if isinstance(message, Record):
+                journal.apply(message.position, message.body)
                 if self.live:
-                    connection.send({"t": "ack", "p": journal.position, "ready": self.gate.complete})
-            elif kind == "state":
+                    connection.send(Ack(journal.position, self.gate.complete))
+            elif isinstance(message, State):
                 self.ended_live = False
-                self._install(body)
-                position = int(header["position"])
-                recent = [int(d) for d in header.get("recent") or ()]
+                self._install(message.body)
                 journal.adopt(
-                    str(header["log_id"]), position, int(header["clock"]), int(header["term"]), recent
+                    message.log_id, message.position, message.clock, message.term, list(message.recent)
                 )
                 if self._resyncs == resyncs:
                     self._fresh = False
-                if "covers" in header:  # the notifier's unwritten outputs follow (`out`)
-                    self.gate.reset(int(header["covers"]), int(header["delivered"]))
-                else:
-                    self.gate.reset(position)
-            elif kind == "out":
-                self.gate.hold(*_carried(header, body))
-            elif kind == "resume":
+                self.gate.reset(message.covers, message.delivered)  # the notifier's unwritten outputs follow
+            elif isinstance(message, CarriedOutput):
+                self.gate.hold(*_carried(journal.plan, message))
+            elif isinstance(message, Resume):
                 self.ended_live = False
-                journal.resume(int(header["term"]))
-            elif kind == "live":
+                journal.resume(message.term)
+            elif isinstance(message, Live):
                 self.live = True
-                connection.send({"t": "ack", "p": journal.position, "ready": self.gate.complete})
-            elif kind == "delivered":
-                self.gate.trim(int(header["p"]))
+                connection.send(Ack(journal.position, self.gate.complete))
+            elif isinstance(message, Delivered):
+                self.gate.trim(message.position)
                 if self.live:
-                    connection.send({"t": "ack", "p": journal.position, "ready": self.gate.complete})
-            elif kind in ("not_notifier", "other_text"):
+                    connection.send(Ack(journal.position, self.gate.complete))
+            elif isinstance(message, NotNotifier | OtherText):
                 return
-            elif kind == "dropped":
+            elif isinstance(message, Dropped):
                 self.live = self.ended_live = False
-                log.warning("plan %s: the notifier dropped this standby: %s", journal.plan, header.get("why"))
+                log.warning("plan %s: the notifier dropped this standby: %s", journal.plan, message.why)
                 return
 
 
-def _carried(header: Header, body: bytes) -> tuple[str, list[Event], Provenance]:
-    """An output the notifier held when this standby joined (`out`), as the gate holds it."""
-    record = decode(body)
+def _carried(plan: str, message: CarriedOutput) -> tuple[str, list[Event], Origin]:
+    """An output the notifier held when this standby joined, as the gate holds it."""
+    record = decode(message.body)
     if not isinstance(record, Events):
         msg = "a carried output must be events"
         raise InputLogError(msg)
-    expired = set(header.get("x") or ())
+    expired = set(message.expired)
     events = [
         Event(ts, row, i in expired)
         for i, (ts, row) in enumerate(zip(record.timestamps, record.rows, strict=True))
     ]
-    return record.stream, events, Provenance(str(header["log"]), int(header["p"]), int(header["i"]))
+    return record.stream, events, Origin(plan, message.log_id, message.position, message.index)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from flask import Blueprint
 
@@ -17,6 +17,17 @@ from app.auth import Credentials
 from app.registry import Registry
 
 Rows = list[tuple[Any, ...]]
+Answer = tuple[int, Any]  # an HTTP status and its JSON body
+
+
+class SnapshotOperations(Protocol):
+    """A plan's snapshots on the node the console runs in (`app.node.snapshot_requests.SnapshotRequests`)."""
+
+    def list(self, name: str) -> Answer: ...
+
+    def take(self, name: str) -> Answer: ...
+
+    def restore(self, name: str, snapshot_id: int) -> Answer: ...
 
 
 @dataclass
@@ -35,10 +46,10 @@ class ConsoleServices:
     max_json_depth: int = 64
     # an on-demand query on a plan deployed here: (plan name, query text) → (columns, rows);
     # raises LookupError (no such plan here), engine.QueryError (a bad query), and
-    # `app.node.errors.OnDemandRefused` (a change the plan cannot take, e.g. one with an input log)
+    # `app.console.errors.OnDemandRefused` (a change the plan cannot take, e.g. one with an input log)
     query: Callable[[str, str], tuple[list[str], list[list[Any]]]] | None = None
     # a plan's snapshots: list, take now, restore one (`app.node.snapshot_requests.SnapshotRequests`)
-    snapshots: Any = None
+    snapshots: SnapshotOperations | None = None
     # the plans this node drives on Spark: plan → state, application, inflow, outflow, queries
     # (`PlanManager.spark_status`); None: [spark] is off here
     spark: Callable[[], dict[str, dict[str, Any]]] | None = None

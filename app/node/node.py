@@ -26,8 +26,8 @@ from adapters.http.receiver import Streams, events_blueprint, publish_json
 from adapters.output.throttle import Throttle
 from adapters.thrift import DataBridgeServer, ServerSettings
 from app.auth import Credentials, login_throttle
+from app.cluster import Cluster, ClusterSettings
 from app.cluster.errors import StateDoesNotFit
-from app.cluster.member import Cluster, ClusterSettings
 from app.config import Config
 from app.console.ops import Numbers, Readiness, ops_blueprint
 from app.console.principal import refusal

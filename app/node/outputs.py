@@ -26,7 +26,6 @@ from adapters.output.base import MAX_SOURCE, Fence, Origin
 from adapters.output.throttle import Throttle
 from adapters.wording import counted
 from app.config import Adapters as AdapterDefaults
-from app.persistence.journal import Provenance as Where
 from app.registry import DataSource, Formatter
 from app.registry import OutputAdapter as AdapterEntry
 from engine.errors import CEPError
@@ -35,8 +34,6 @@ from formatters import WSO2EventFormatter, build_formatter
 from formatters.base import Formatter as FormatterImpl
 
 log = logging.getLogger(__name__)
-
-Provenance = tuple[str, Where]  # (plan, where in its input log the records come from)
 
 
 @functools.lru_cache(maxsize=4096)  # called per bundle and route
@@ -235,22 +232,22 @@ class OutputHub:
         self,
         stream_id: str,
         events: list[Event],
-        provenance: Provenance | None = None,
+        origin: Origin | None = None,
         fence: Fence | None = None,
     ) -> None:
         """Format and enqueue `events` for every route of `stream_id` (non-blocking).
-        `provenance` — (plan, where in its input log): the records get origins, one source
+        `origin` — the first event's, its source the plan: the records get origins, one source
         per plan, stream and formatter, so an adapter can skip what it delivered before a replay
         (one `Origin` for them all, the first record's: they are a run).
         `fence` — a notifier's: every write of these records checks it (`OutputAdapter.publish`)."""
         for route in self._routes.get(stream_id, ()):
             try:
-                self._deliver(route, stream_id, events, provenance, fence)
+                self._deliver(route, stream_id, events, origin, fence)
             except AdapterStopped:
                 # reconfigured while these events were on their way: the new adapter takes them
                 replacement = self._current(stream_id, route.formatter)
                 if replacement is not None:
-                    self._deliver(replacement, stream_id, events, provenance, fence)
+                    self._deliver(replacement, stream_id, events, origin, fence)
             except CEPError as exc:
                 allowed, held = self._error_log.allow()
                 if allowed:
@@ -268,16 +265,16 @@ class OutputHub:
         route: Route,
         stream_id: str,
         events: list[Event],
-        provenance: Provenance | None,
+        origin: Origin | None,
         fence: Fence | None = None,
     ) -> None:
         records = route.format(events)
-        if provenance is None or len(records) != len(events):
+        if origin is None or len(records) != len(events):
             route.adapter.publish(records, fence)
             return
-        plan, where = provenance
-        source = origin_source(plan, stream_id, route.formatter)
-        route.adapter.publish(records, fence, Origin(source, where.log_id, where.position, where.index))
+        route.adapter.publish(
+            records, fence, origin.routed(origin_source(origin.source, stream_id, route.formatter))
+        )
 
     def _current(self, stream_id: str, formatter: str) -> Route | None:
         for route in self._routes.get(stream_id, ()):

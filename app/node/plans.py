@@ -32,8 +32,8 @@ from typing import Any
 
 import engine
 from adapters.output.throttle import Throttle
+from app.cluster import Cluster
 from app.cluster.gate import OutputGate
-from app.cluster.member import Cluster
 from app.node.catalog import StreamCatalog
 from app.node.errors import UnknownPlan
 from app.node.ingress import Binding, Ingress, Row
@@ -409,11 +409,11 @@ class PlanManager:
             if journal is None:
                 outputs.emit(stream_id, events)
             else:
-                where = journal.origin(stream_id, len(events))
+                origin = journal.origin(stream_id, len(events))
                 if gate is None:
-                    outputs.emit(stream_id, events, (plan, where))
+                    outputs.emit(stream_id, events, origin)
                 else:
-                    gate.hold(stream_id, events, where)
+                    gate.hold(stream_id, events, origin)
                 if journal.replaying or not journal.leading:
                     return  # the plans importing it logged what they got from the run replayed
             if ingress.routes().get(stream_id):

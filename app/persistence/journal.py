@@ -29,9 +29,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
+from adapters.output.base import Origin
 from adapters.output.throttle import Throttle
 from app.persistence.input_log import Events, InputLog, Tick
 from app.persistence.records import Column, decode, encode, stamped
@@ -62,15 +62,6 @@ class LoggedClock:
 
     def __call__(self) -> int:
         return self.now
-
-
-@dataclass(frozen=True, slots=True)
-class Provenance:
-    """Outputs `index`, `index + 1`, ... on one stream of the record at `position` of log `log_id`."""
-
-    log_id: str
-    position: int
-    index: int
 
 
 class Replicas(Protocol):
@@ -381,14 +372,15 @@ class PlanJournal:
         with self.lock:
             return self._runtime().capture(), self.log_id, self.position
 
-    def origin(self, stream: str, n: int) -> Provenance:
-        """Provenance of the next `n` outputs on `stream`; called while a record is processed."""
+    def origin(self, stream: str, n: int) -> Origin:
+        """The origin of the next `n` outputs on `stream` (its source: the plan); called while a
+        record is processed."""
         if self._emitted_at != self.position:
             self._emitted.clear()
             self._emitted_at = self.position
         index = self._emitted.get(stream, 0)
         self._emitted[stream] = index + n
-        return Provenance(self.log_id, self.position, index)
+        return Origin(self.plan, self.log_id, self.position, index)
 
     def _runtime(self) -> Runtime:
         if self.runtime is None:

@@ -35,13 +35,11 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
+from adapters.output.base import Fence, Origin
 from app.config import Spark as SparkSettings
-from app.node.ingress import Ingress, Row
-from app.node.outputs import OutputHub
 from app.persistence.errors import InputLogError
-from app.persistence.journal import Provenance
 from app.registry import ExecutionPlan
 from app.registry.plans import BindsStreams, StreamBinding
 from app.spark.errors import SparkPlanError
@@ -128,6 +126,28 @@ def writer_directory(node_id: str) -> str:
     return name if name[:1] not in ("", ".", "_") else f"node{name}"
 
 
+Row = tuple[Any, ...]
+
+
+class Outputs(Protocol):
+    """What a Spark plan needs of the node's output hub (`app.node.outputs.OutputHub`)."""
+
+    def emit(
+        self, stream_id: str, events: list[Event], origin: Origin | None = None, fence: Fence | None = None
+    ) -> None: ...
+
+    def flush_stream(self, stream_id: str, timeout: float) -> bool: ...
+
+
+class Routes(Protocol):
+    """What a Spark plan needs of the node's ingress (`app.node.ingress.Ingress`): the plans
+    importing the streams it exports."""
+
+    def routes(self) -> Mapping[str, tuple[object, ...]]: ...
+
+    def forward(self, stream_id: str, rows: list[Row], timestamps: list[int], source: str) -> None: ...
+
+
 class HandOffFailed(InputLogError):
     """The hand-off could not keep a bundle (a disk error): the receiver refuses it, as a full
     input log's, and the client sends it again."""
@@ -160,8 +180,8 @@ class HubSink:
 
     def __init__(
         self,
-        outputs: OutputHub,
-        ingress: Ingress,
+        outputs: Outputs,
+        ingress: Routes,
         plan: str,
         source: str,
         stream_id: str,
@@ -177,7 +197,7 @@ class HubSink:
 
     def deliver(self, events: list[Event], log_id: str, batch_id: int) -> None:
         self._emitted[0] += len(events)
-        self._outputs.emit(self.stream_id, events, (self._source, Provenance(log_id, batch_id, 0)))
+        self._outputs.emit(self.stream_id, events, Origin(self._source, log_id, batch_id, 0))
         while not self._outputs.flush_stream(self.stream_id, WAIT_SECONDS):
             if self.stopping.is_set():
                 msg = (
@@ -241,8 +261,8 @@ class SparkDriver:
         settings: SparkSettings,
         directory: Path,
         node_id: str,
-        outputs: OutputHub,
-        ingress: Ingress,
+        outputs: Outputs,
+        ingress: Routes,
         session: Callable[[str], SparkSession] | None = None,
         leases: LeaseStore | None = None,
         timing: Timing | None = None,

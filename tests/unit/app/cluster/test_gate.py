@@ -5,23 +5,40 @@ from __future__ import annotations
 
 from typing import Any
 
+from adapters.output.base import Origin
 from app.cluster.gate import OutputGate
-from app.persistence.journal import Provenance
 from engine.events import Event
+
+
+class Epoch:
+    """A fence that lets every write through and says which term it is."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, transaction: object, /) -> None:
+        pass
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Epoch) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __repr__(self) -> str:
+        return self.name
 
 
 class Sink:
     def __init__(self) -> None:
         self.got: list[tuple[int, Any]] = []  # (position, fence)
 
-    def __call__(
-        self, stream_id: str, events: list[Event], provenance: tuple[str, Provenance], fence: Any
-    ) -> None:
-        self.got.extend((provenance[1].position, fence) for _ in events)
+    def __call__(self, stream_id: str, events: list[Event], origin: Origin, fence: Any) -> None:
+        self.got.extend((origin.position, fence) for _ in events)
 
 
 def held(gate: OutputGate, position: int, n: int = 1) -> None:
-    gate.hold("out:1.0.0", [Event(position, [position])] * n, Provenance("log", position, 0))
+    gate.hold("out:1.0.0", [Event(position, [position])] * n, Origin("p", "log", position, 0))
 
 
 def test_a_standby_holds_trims_what_the_notifier_delivered_and_delivers_the_rest_on_takeover() -> None:
@@ -32,18 +49,18 @@ def test_a_standby_holds_trims_what_the_notifier_delivered_and_delivers_the_rest
     assert gate.release(3) == 0 and sink.got == []  # a standby releases nothing
     gate.trim(1)
     assert gate.held == 2 and gate.complete
-    assert gate.open("fence-7", through=3) == 2
-    assert sink.got == [(2, "fence-7"), (3, "fence-7")]
+    assert gate.open(Epoch("fence-7"), through=3) == 2
+    assert sink.got == [(2, Epoch("fence-7")), (3, Epoch("fence-7"))]
     assert gate.released == 3
 
 
 def test_a_notifier_releases_in_order_up_to_what_its_standbys_hold() -> None:
     sink = Sink()
     gate = OutputGate("p", sink)
-    gate.open("f", through=0)
+    gate.open(Epoch("f"), through=0)
     held(gate, 1)
     held(gate, 2, n=2)
-    assert gate.release(1) == 1 and sink.got == [(1, "f")]
+    assert gate.release(1) == 1 and sink.got == [(1, Epoch("f"))]
     assert gate.release(2) == 2 and gate.held == 3  # released, not yet known written
     gate.trim(2)  # its adapters wrote them
     assert gate.held == 0
@@ -55,15 +72,15 @@ def test_a_notifier_releases_in_order_up_to_what_its_standbys_hold() -> None:
 def test_outputs_released_but_not_known_written_go_again_in_the_next_term() -> None:
     sink = Sink()
     gate = OutputGate("p", sink)
-    gate.open("epoch-1", through=0)
+    gate.open(Epoch("epoch-1"), through=0)
     held(gate, 1)
     held(gate, 2)
     gate.release(2)  # ... and the fence refused them: the lease ran out before the write
     gate.close()
     held(gate, 3)
     sink.got.clear()
-    assert gate.open("epoch-2", through=3) == 3  # the same node notifies again
-    assert sink.got == [(1, "epoch-2"), (2, "epoch-2"), (3, "epoch-2")]
+    assert gate.open(Epoch("epoch-2"), through=3) == 3  # the same node notifies again
+    assert sink.got == [(1, Epoch("epoch-2")), (2, Epoch("epoch-2")), (3, Epoch("epoch-2"))]
 
 
 def test_a_standby_that_joined_from_a_snapshot_or_dropped_outputs_waits_for_the_notifiers_word() -> None:

