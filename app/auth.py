@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from adapters.addresses import client_key
-from adapters.output.throttle import Burst
+from adapters.throttle import Burst
 from app.config import Login
 
 log = logging.getLogger(__name__)

@@ -43,7 +43,7 @@ from operator import itemgetter
 from typing import Any
 
 from adapters.output.base import AdapterStats, AdapterStopped, Fence, Origin, Origins, Run, check_origins
-from adapters.output.throttle import Throttle
+from adapters.throttle import Throttle
 from adapters.wording import counted
 from engine.errors import AdapterError
 from formatters.config import Settings

@@ -31,7 +31,6 @@ import threading
 import time
 from typing import Any
 
-from adapters.output.throttle import Burst
 from adapters.thrift.admission import PER_ADDRESS_KEY, Admission, Refusal
 from adapters.thrift.budget import InflightBudget
 from adapters.thrift.codec import Reader
@@ -44,6 +43,7 @@ from adapters.thrift.service import Dispatcher
 from adapters.thrift.sessions import Sessions
 from adapters.thrift.settings import ServerSettings
 from adapters.thrift.tls import server_context
+from adapters.throttle import Burst
 from engine.errors import AdapterError
 
 log = logging.getLogger(__name__)

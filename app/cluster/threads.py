@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from adapters.output.throttle import Throttle
+from adapters.throttle import Throttle
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ decisions to waitress's connections in the I/O thread.
   within `body_timeout` of the headers; a keep-alive connection idle for `idle_timeout` is
   closed. A request being served stops its connection's clocks.
 
-Imports nothing of ours but `adapters.output.throttle` (log lines under a flood).
+Imports nothing of ours but `adapters.throttle` (log lines under a flood).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from adapters.output.throttle import Throttle
+from adapters.throttle import Throttle
 
 log = logging.getLogger(__name__)
 

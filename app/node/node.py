@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from adapters.http.receiver import Streams, events_blueprint, publish_json
-from adapters.output.throttle import Throttle
 from adapters.thrift import DataBridgeServer, ServerSettings
+from adapters.throttle import Throttle
 from app.auth import Credentials, login_throttle
 from app.cluster import Cluster, ClusterSettings
 from app.cluster.errors import StateDoesNotFit

@@ -23,7 +23,7 @@ from typing import Any
 
 from adapters.output import AdapterStats, AdapterStopped, OutputAdapter, build_adapter
 from adapters.output.base import MAX_SOURCE, Fence, Origin
-from adapters.output.throttle import Throttle
+from adapters.throttle import Throttle
 from adapters.wording import counted
 from app.config import Adapters as AdapterDefaults
 from app.registry import DataSource, Formatter

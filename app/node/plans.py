@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import engine
-from adapters.output.throttle import Throttle
+from adapters.throttle import Throttle
 from app.cluster import Cluster
 from app.cluster.gate import OutputGate
 from app.node.catalog import StreamCatalog

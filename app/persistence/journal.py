@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from adapters.output.base import Origin
-from adapters.output.throttle import Throttle
+from adapters.throttle import Throttle
 from app.persistence.input_log import Events, InputLog, Tick
 from app.persistence.records import Column, decode, encode, stamped
 from engine import Runtime

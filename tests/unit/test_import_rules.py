@@ -9,7 +9,6 @@ already, so it counts as importing their `__init__` too; `from a.b import c` imp
 module `a.b.c` when there is one, else the name `c` of `a.b`. A function-local import may
 stay lazy for start-up speed (the CLI's commands) or for a heavy optional dependency
 (pyspark, pandas), but only if the module it imports does not import the importer back.
-`CYCLES_ALLOWED` names the cycles that stay for now, each with why.
 """
 
 from __future__ import annotations
@@ -211,13 +210,10 @@ def _described(graph: dict[str, dict[str, int]], chain: list[str]) -> str:
     return " -> ".join([*steps, chain[-1]])
 
 
-def _named_cycles(graph: dict[str, dict[str, int]], allowed: Iterable[tuple[str, ...]] = ()) -> list[str]:
-    """Each cycle but the `allowed` ones (their modules, sorted), as its shortest round through
-    its first module."""
+def _named_cycles(graph: dict[str, dict[str, int]]) -> list[str]:
+    """Each cycle, as its shortest round through its first module."""
     named = []
     for component in _cycles(graph):
-        if tuple(component) in allowed:
-            continue
         first = component[0]
         back = min(
             (p for succ in graph[first] if succ in component for p in [_path(graph, succ, first)] if p),
@@ -227,35 +223,12 @@ def _named_cycles(graph: dict[str, dict[str, int]], allowed: Iterable[tuple[str,
     return named
 
 
-# Cycles that stay for now, by their modules (sorted), each with why. Each must still be there
-# exactly (a module more or less fails the tests), so the entry goes when the cycle does.
-CYCLES_ALLOWED: dict[tuple[str, ...], str] = {
-    (
-        "adapters.output",
-        "adapters.output.factory",
-        "adapters.output.wso2event",
-        "adapters.thrift",
-        "adapters.thrift.server",
-    ): (
-        "adapters.thrift.server imports Burst from adapters.output.throttle, which runs the "
-        "package adapters.output, whose wso2event adapter imports adapters.thrift. Every import "
-        "on the round names a submodule, so any import order works. It ends when throttle.py "
-        "(log-line rate limits, nothing of outputs) moves out of adapters.output: its importers "
-        "in app/node, app/persistence/journal.py and app/cluster were others' to change then"
-    ),
-}
-
-
 def test_the_module_level_imports_have_no_cycle() -> None:
     """A cycle works only in the order the modules happen to be imported (`import
     app.console.api` alone once failed: it ran app.node, whose node imports the web app,
     which imports app.console.api); the names the two modules share move to a third that
     both import (STYLE.md, Typing)."""
-    assert _named_cycles(GRAPH, CYCLES_ALLOWED) == []
-
-
-def test_every_allowed_cycle_is_still_there() -> None:
-    assert [c for c in CYCLES_ALLOWED if list(c) not in _cycles(GRAPH)] == []
+    assert _named_cycles(GRAPH) == []
 
 
 def _dodges(imports: list[Import], graph: dict[str, dict[str, int]]) -> list[str]:
@@ -285,7 +258,6 @@ def test_the_rules_name_a_cycle_and_a_dodging_local_import() -> None:
     is caught, while one of a module that does not is let be."""
     graph = {"a": {"b": 3}, "b": {"c": 5}, "c": {"a": 7}, "d": {"a": 1}, "e": {}}
     assert _named_cycles(graph) == ["a (a:3) -> b (b:5) -> c (c:7) -> a (cycle of 3 modules)"]
-    assert _named_cycles(graph, [("a", "b", "c")]) == []
     lazy = [Import("a", "d", 9, local=True), Import("a", "e", 10, local=True)]
     assert _dodges(lazy, graph) == [
         "a:9: the function-local import of d dodges the cycle d (d:1) -> a -> (local import) d"

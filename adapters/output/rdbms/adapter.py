@@ -37,7 +37,7 @@ from adapters.output.rdbms.failures import is_outage, table_exists
 from adapters.output.rdbms.schema import IDENTIFIER_RULE, build_table, is_identifier, lightweight_table
 from adapters.output.rdbms.settings import Mode, RdbmsSettings
 from adapters.output.rdbms.statements import Outcome, write_rows
-from adapters.output.throttle import Throttle
+from adapters.throttle import Throttle
 from adapters.wording import counted
 
 log = logging.getLogger(__name__)

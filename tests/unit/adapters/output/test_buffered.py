@@ -12,7 +12,7 @@ import pytest
 
 from adapters.output import AdapterConfigError, AdapterStopped, Buffering, MemoryAdapter, build_adapter
 from adapters.output.base import Fence, Run
-from adapters.output.throttle import Throttle
+from adapters.throttle import Throttle
 
 
 def fast(**kwargs: Any) -> Buffering:
