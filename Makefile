@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run replay test unit browser check lint typecheck contracts bench bench-spark conformance clean venv ha-faults ha-soak
+.PHONY: run replay test unit fast browser check lint typecheck contracts bench bench-spark conformance clean venv ha-faults ha-soak
 
 # Every target first makes sure of the venv (re-created if made from another interpreter).
 venv:
@@ -32,12 +32,17 @@ bench: venv
 bench-spark: venv
 	$(BIN)/python scripts/bench_spark.py
 
-## make test: set everything up and run the whole suite (lint, types, contracts, tests)
+## make test: set everything up and run the whole suite (lint, types, contracts, tests; the
+## soak, which runs for minutes to show that nothing happens, is make ha-soak's)
 test: venv browser check
-	$(BIN)/pytest -q --require-services tests
+	$(BIN)/pytest -q --require-services -m "not soak" tests
 
 unit: venv
 	$(BIN)/pytest -q tests/unit
+
+## make fast: the suite without its slow, cluster (ha), browser, Spark and soak lanes
+fast: venv
+	$(BIN)/pytest -q --require-services -m "not slow and not ha and not browser and not spark and not soak" tests
 
 ## make ha-faults: the HA fault tests with 20 faults each (the suite runs 4), figures printed
 ha-faults: venv
@@ -45,8 +50,7 @@ ha-faults: venv
 
 ## make ha-soak: two members under load for 30 minutes without faults: no role may change
 ha-soak: venv
-	CEPHEUS_HA_SOAK_SECONDS=1800 $(BIN)/pytest -q -s --require-services \
-		tests/integration/ha/test_operations.py -k "no_fault"
+	CEPHEUS_HA_SOAK_SECONDS=1800 $(BIN)/pytest -q -s --require-services -m soak tests/integration/ha
 
 check: lint typecheck contracts
 

@@ -24,7 +24,7 @@ from tests.support.browser import Shots, chromium
 from tests.support.databases import isolated_database
 from tests.support.nodes import ADMIN_PASSWORD, NodeProcess, wait_for
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.mysql]
 
 PLAN = (Path(__file__).resolve().parents[3] / "samples" / "pizza" / "plan.siddhi").read_text(encoding="utf-8")
 PLAN = PLAN.replace("window.time(30 seconds)", "window.time(4 sec)")

@@ -19,7 +19,7 @@ from tests.support.databases import isolated_database
 from tests.support.nodes import NodeProcess, wait_for
 from tests.support.rooms import provision
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.ha, pytest.mark.mysql]
 
 STREAM = {
     "name": "readings",

@@ -22,6 +22,8 @@ import sqlalchemy as sa
 from tests.support.databases import isolated_database
 from tests.support.nodes import ADMIN_PASSWORD, REPO, NodeProcess, wait_for
 
+pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.thrift]  # the seed timeline takes 55 s
+
 EXPECTED = [(1, "Tom"), (2, "John"), (3, "Ratha")]
 
 
@@ -101,6 +103,7 @@ def _ready(health: dict[str, Any]) -> bool:
     return plan.get("state") == "running" and "deliveredOrdersTable" in health["adapters"]
 
 
+@pytest.mark.postgres
 @pytest.mark.parametrize("registry", ["mariadb", "postgresql"])
 def test_delivered_orders_hold_exactly_the_expected_rows(runs: dict[str, Run], registry: str) -> None:
     run = runs[registry]
@@ -111,6 +114,7 @@ def test_delivered_orders_hold_exactly_the_expected_rows(runs: dict[str, Run], r
     assert run.rows == EXPECTED, run.log
 
 
+@pytest.mark.postgres
 @pytest.mark.parametrize("registry", ["mariadb", "postgresql"])
 def test_the_node_logged_its_components_and_stopped_cleanly(runs: dict[str, Run], registry: str) -> None:
     run = runs[registry]
@@ -130,6 +134,7 @@ def test_the_node_logged_its_components_and_stopped_cleanly(runs: dict[str, Run]
     assert "Traceback" not in run.log and "ERROR" not in run.log, run.log
 
 
+@pytest.mark.postgres  # (the module's runs need both servers)
 def test_the_mariadb_table_is_the_one_the_sample_describes(runs: dict[str, Run]) -> None:
     engine = sa.create_engine(runs["mariadb"].output_url)
     try:

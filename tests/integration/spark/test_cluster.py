@@ -31,7 +31,7 @@ from tests.support.console import api
 from tests.support.databases import isolated_database
 from tests.support.nodes import ADMIN_PASSWORD, NodeProcess, provision, toml_config, wait_for
 
-pytestmark = [pytest.mark.spark, pytest.mark.mysql, pytest.mark.thrift, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.mysql, pytest.mark.thrift, pytest.mark.slow, pytest.mark.ha]
 
 LEASE_MS = 2000
 

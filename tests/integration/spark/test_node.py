@@ -234,6 +234,7 @@ def test_thrift_to_spark_to_mariadb_exactly_once_across_a_restart(spark_node: Sp
     assert "plan rooms: Spark application " in shown and "cepheus_rooms_partition1" in shown
 
 
+@pytest.mark.browser
 def test_the_console_shows_the_queries_of_a_spark_plan_as_active(spark_node: SparkNode) -> None:
     from playwright.sync_api import expect
 
