@@ -32,7 +32,7 @@ PLAN = (
     "define stream S (k string, v double); partition with (k of S) begin "
     "from S#window.length(5) select k, sum(v) as t insert into O; end;"
 )
-# one query instance per key, as measured in the README (fused into one keyed operator, the
+# one query instance per key, as measured in docs/performance.md (fused into one keyed operator, the
 # same partition's state is smaller and quicker to capture: see scripts/bench_capture.py)
 FUSE = False
 
