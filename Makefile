@@ -21,7 +21,7 @@ run: venv
 replay: venv
 	$(BIN)/cepheus run samples/pizza/plan.siddhi --input samples/pizza/events.jsonl
 
-## make bench: engine, node, snapshot and input log benchmarks (tables for the README)
+## make bench: engine, node, snapshot and input log benchmarks (tables for docs/performance.md)
 bench: venv
 	$(BIN)/python scripts/bench_engine.py
 	$(BIN)/python scripts/bench_node.py
