@@ -39,7 +39,8 @@ class WebServer:
         host: str,
         port: int,
         limits: Limits | None = None,
-        lockout: Lockout | None = None,  # a client address's login lockout (`app.http.screen.address_lockout`)
+        lockout: Lockout
+        | None = None,  # a client address's login lockout (`app.http.screen.address_lockout`)
     ) -> None:
         self.limits = limits = limits or Limits()
         adj = Adjustments(
