@@ -79,6 +79,10 @@ class Membership:
         found = self._members.get(member)
         return found is not None and found.heard is not None and self.state(member, now) is State.DEAD
 
+    def departed(self, now: float) -> list[str]:
+        """The members whose process is known to have died: heard from, and their connection closed."""
+        return [m for m in self._members if self.gone(m, now) and self.lost_connection(m)]
+
     def lost_connection(self, member: str) -> bool:
         """Whether `member`'s connection closed (and it has not heartbeated since)."""
         found = self._members.get(member)

@@ -12,10 +12,12 @@ Pure logic. Imports nothing of ours.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable, Mapping
 
 
+@functools.lru_cache(maxsize=65536)  # asked every role round, for every plan and member
 def score(plan: str, member: str) -> int:
     digest = hashlib.blake2b(f"{plan}\x00{member}".encode("utf-8", "surrogatepass"), digest_size=8)
     return int.from_bytes(digest.digest(), "big")

@@ -16,17 +16,22 @@ up with the plan's input, and the answer to the last lease request. The rules:
   its outputs for a takeover, but writes nothing.
 Views may disagree during a partition: then two nodes may both ask, and the store grants one.
 
+`round` takes one role round as a member runs it (`app.cluster.member`): the drain and pin
+policy, whether to ask the store for the lease with `acquire` or `take_over`, or to release
+it; `transition` says, after the store's answer, whether this node takes over, steps down, or
+starts a new term.
+
 Pure logic. Imports `ha.lease`, `ha.placement` and `ha.ports` only.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from ha.lease import Holder, Timing
-from ha.placement import notifier
+from ha.placement import notifier, ranking
 from ha.ports import Lease
 
 ORPHANED_ASK_S = 0.05  # how often a lease whose holder left (or did not renew it) is asked for
@@ -43,10 +48,46 @@ class Action(enum.StrEnum):
     NOTHING = "nothing"
 
 
+class Transition(enum.StrEnum):
+    TAKE_OVER = "take over"  # this node notifies from now on
+    STEP_DOWN = "step down"  # this node no longer notifies
+    NEW_TERM = "new term"  # it still notifies, under a new epoch: step down, then take over
+    NONE = "none"
+
+
 @dataclass(frozen=True)
 class Decision:
     role: Role
     action: Action
+
+
+@dataclass(frozen=True)
+class Situation:
+    """What a member knows when it takes a role round for a plan."""
+
+    now: float
+    alive: Collection[str]  # members alive in its view, itself included
+    dead: Collection[str]  # members whose process is known to have died (their connection closed)
+    draining: Collection[str]  # members an operator is draining
+    pins: Mapping[str, str]  # plan → the member an operator pinned it to
+    settled: bool  # it has heard from the others long enough for its view to count
+    followed: bool  # its subscription to the notifier is (or was, when it ended) live
+    caught_up: bool  # it holds every record the notifier acknowledged, and the outputs to deliver
+    in_sync: Collection[str]  # as notifier: the standbys that could take over now
+
+
+@dataclass(frozen=True)
+class Round:
+    """What one role round decided: `action`, and for `ACQUIRE` whether to take the lease
+    over from `take_over` (holder, epoch) whose process died, before it expires."""
+
+    decision: Decision
+    preferred: str | None  # the member placement names notifier
+    take_over: tuple[str, int] | None = None
+
+    @property
+    def action(self) -> Action:
+        return self.decision.action
 
 
 class PlanRole:
@@ -106,6 +147,39 @@ class PlanRole:
         if preferred == self.node and self.holder.due(now):
             return Decision(role, Action.ACQUIRE)
         return Decision(role, Action.NOTHING)
+
+    def round(self, s: Situation) -> Round | None:
+        """One role round; None while the others have not been heard from long enough for this
+        member's view to count (unless it follows a live notifier)."""
+        if not s.settled and not s.followed:
+            return None
+        candidates = [m for m in s.alive if m not in s.draining or m == self.node]
+        pinned = dict(s.pins)
+        if self.node in s.draining:  # hand every plan to the best other member
+            others = [m for m in candidates if m != self.node]
+            if others and pinned.get(self.plan) not in others:
+                pinned[self.plan] = ranking(self.plan, others)[0]
+        known = self.lease
+        caught_up = s.caught_up or known is None or known.holder == self.node
+        preferred = notifier(self.plan, sorted({*candidates, self.node}), pinned)
+        decision = self.tick(s.now, candidates, caught_up, pinned, others_caught_up=preferred in s.in_sync)
+        take_over = None
+        if decision.action is Action.ACQUIRE and known is not None and known.holder != self.node:
+            if known.holder in s.dead:
+                take_over = (known.holder, known.epoch)
+        return Round(decision, preferred, take_over)
+
+    def transition(self, now: float, decision: Decision, epoch: int) -> Transition:
+        """After the round's lease request: what this node, notifying under `epoch` (0: not),
+        does now."""
+        holds = self.holder.holds(now)
+        if holds and epoch and self.holder.epoch != epoch:
+            return Transition.NEW_TERM  # granted anew under another epoch (it had expired)
+        if holds and not epoch:
+            return Transition.TAKE_OVER
+        if epoch and (not holds or decision.role is Role.STANDBY):
+            return Transition.STEP_DOWN
+        return Transition.NONE
 
     def _hand_over(self, now: float, preferred: str | None, pinned: Mapping[str, str] | None) -> bool:
         """Whether to give the lease to `preferred` now: an operator's move at once, a member

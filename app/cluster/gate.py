@@ -1,139 +1,71 @@
-"""`OutputGate`: a redundant plan's outputs, held until this node may deliver them.
-
-Every member runs a redundant plan on the same ordered input, so every member computes the
-same outputs with the same origins (log id, position, index). Only the notifier delivers:
-- on the notifier, outputs of a record wait here until the standbys hold the record
-  (`release(through)`), so no output reaches a sink for an input a takeover would not have;
-  released outputs stay here until the notifier knows them written (`trim`), for a fence
-  that refused them (the lease ran out meanwhile) would otherwise lose them;
-- on a standby, outputs wait here until the notifier reports them delivered (`trim(through)`);
-  when it wins the lease, `open(fence)` delivers what is still held (the sink skips what it
-  already has, by origin) and from then on it releases like a notifier.
-The gate knows which positions it can vouch for: everything after `covers_after` (a standby
-that joined from a snapshot has nothing before it; one that had to drop held outputs past
-`max_events` has nothing before the last dropped). It may take over only when the notifier
-has reported everything up to that point delivered (`complete`).
-
-Imports nothing of ours but `adapters.output.base` (`Origin`, `Fence`) and `engine.events`.
-"""
+"""`LockedGate`: a redundant plan's output gate (`ha.gate.OutputGate`), shared by the threads
+that process the plan's records, settle its bundles, follow its notifier and report what is
+written: every call under one lock, the node's `Origin` and `Fence` as its origin and fence."""
 
 from __future__ import annotations
 
-import logging
 import threading
-from collections import deque
-from collections.abc import Callable
 
 from adapters.output.base import Fence, Origin
 from engine.events import Event
-
-log = logging.getLogger(__name__)
-
-Emit = Callable[
-    [str, list[Event], Origin, Fence | None], None
-]  # stream id, events, the first's origin, fence
+from ha.gate import Emit, OutputGate
 
 
-class OutputGate:
-    def __init__(self, plan: str, emit: Emit, max_events: int = 1_000_000) -> None:
+class LockedGate:
+    def __init__(self, plan: str, emit: Emit[Origin, Fence], max_events: int = 1_000_000) -> None:
         self.plan = plan
-        self._emit = emit
-        self._max_events = max_events
+        self._gate: OutputGate[Origin, Fence] = OutputGate(plan, emit, max_events)
         self._lock = threading.Lock()
-        self._held: deque[tuple[int, str, list[Event], Origin]] = deque()
-        self._sent: deque[tuple[int, str, list[Event], Origin]] = deque()  # released, not known written
-        self._events = 0
-        self.fence: Fence | None = None  # None: held (standby); else the fence every delivery carries
-        self.released = 0  # the newest position whose outputs went to the adapters
-        self.covers_after = 0
-        self.delivered = 0  # the newest position the notifier reported delivered
 
     def hold(self, stream_id: str, events: list[Event], where: Origin) -> None:
         with self._lock:
-            self._held.append((where.position, stream_id, events, where))
-            self._events += len(events)
-            while self._events > self._max_events and (self._sent or self._held):
-                dropped = (self._sent or self._held).popleft()
-                self._events -= len(dropped[2])
-                if dropped[0] > self.covers_after:
-                    self.covers_after = dropped[0]
-                    log.warning(
-                        "plan %s: more than %d outputs held for a takeover; dropped those of position %d "
-                        "(this node may not take over until the notifier has delivered past it)",
-                        self.plan, self._max_events, dropped[0],
-                    )  # fmt: skip
+            self._gate.hold(where.position, stream_id, events, where)
 
     def release(self, through: int) -> int:
-        """Deliver the held outputs of positions up to `through` (notifier only); how many events."""
         with self._lock:
-            if self.fence is None:
-                return 0
-            return self._deliver(through)
+            return self._gate.release(through)
 
     def open(self, fence: Fence, through: int) -> int:
-        """This node notifies now, writing under `fence`: deliver everything held (the outputs of
-        every position up to `through`, the newest record it has), and again what it released
-        in an earlier term without knowing it written (its fence may have refused it); how many
-        events."""
         with self._lock:
-            self.fence = fence
-            self._held.extendleft(reversed(self._sent))
-            self._sent.clear()
-            n = self._deliver(None)
-            self.released = max(self.released, through)
-            return n
+            return self._gate.open(fence, through)
 
     def close(self) -> None:
-        """This node no longer notifies: hold outputs from now on."""
         with self._lock:
-            self.fence = None
+            self._gate.close()
 
     def trim(self, through: int) -> None:
-        """The notifier (this node or another) wrote the outputs of every position up to `through`."""
         with self._lock:
-            self.delivered = max(self.delivered, through)
-            while self._held and self._held[0][0] <= through:
-                self._events -= len(self._held.popleft()[2])
-            while self._sent and self._sent[0][0] <= through:
-                self._events -= len(self._sent.popleft()[2])
+            self._gate.trim(through)
 
     def reset(self, after: int, delivered: int = 0) -> None:
-        """Forget everything held: the plan's state was replaced by a snapshot covering `after`;
-        outputs up to `delivered` are known written (the notifier said so when it sent the
-        snapshot, with the outputs it still held: `carry`)."""
         with self._lock:
-            self._held.clear()
-            self._sent.clear()
-            self._events = 0
-            self.covers_after = after
-            self.delivered = delivered
+            self._gate.reset(after, delivered)
 
     def carried(self) -> tuple[list[tuple[str, list[Event], Origin]], int, int]:
-        """What a standby joining from a snapshot of this notifier needs to be able to take over
-        at once: every output not known written, in order, with the position up to which outputs
-        are known written and the one after which this gate holds every output."""
         with self._lock:
-            items = [(stream_id, events, where) for _, stream_id, events, where in (*self._sent, *self._held)]
-            return items, self.delivered, max(self.covers_after, self.delivered)
+            return self._gate.carried()
 
     @property
     def complete(self) -> bool:
-        """Whether delivering what is held now would leave no output undelivered."""
-        return self.delivered >= self.covers_after
+        with self._lock:
+            return self._gate.complete
 
     @property
     def held(self) -> int:
-        return self._events
+        return self._gate.held
 
-    def _deliver(self, through: int | None) -> int:
-        n = 0
-        while self._held and (through is None or self._held[0][0] <= through):
-            item = self._held.popleft()
-            position, stream_id, events, where = item
-            self._sent.append(item)  # counted in `held` until known written
-            n += len(events)
-            self._emit(stream_id, events, where, self.fence)
-            self.released = max(self.released, position)  # read without the lock: only once published
-        if through is not None:
-            self.released = max(self.released, through)
-        return n
+    @property
+    def released(self) -> int:
+        return self._gate.released
+
+    @property
+    def fence(self) -> Fence | None:
+        return self._gate.fence
+
+    @property
+    def covers_after(self) -> int:
+        return self._gate.covers_after
+
+    @property
+    def delivered(self) -> int:
+        return self._gate.delivered

@@ -25,8 +25,9 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
+from adapters.output.base import Fence, Origin
 from app.cluster.fence import NotifierFence
-from app.cluster.gate import Emit, OutputGate
+from app.cluster.gate import LockedGate
 from app.cluster.heartbeats import Heartbeats
 from app.cluster.peers import Connection, PeerServer, connect
 from app.cluster.relays import RelayedBundles, Relays
@@ -35,13 +36,13 @@ from app.cluster.settings import ClusterSettings
 from app.cluster.threads import Locked, forever
 from app.persistence.journal import PlanJournal
 from app.registry.members import RegistryMembers
+from ha.gate import Emit
 from ha.lease import lease_lookup_interval
 from ha.membership import Membership
 from ha.messages import NotNotifier, Subscribe
-from ha.placement import notifier, ranking
 from ha.ports import Lease, LeaseStore, LogPosition
 from ha.resends import DirectCopies, Resends
-from ha.roles import Action, PlanRole, Role
+from ha.roles import Action, PlanRole, Situation, Transition
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ HANDOVER_FLUSH_SECONDS = 0.1
 class _Plan:
     """What this node keeps for one redundant plan deployed here."""
 
-    def __init__(self, name: str, journal: PlanJournal, gate: OutputGate, role: PlanRole) -> None:
+    def __init__(self, name: str, journal: PlanJournal, gate: LockedGate, role: PlanRole) -> None:
         self.name = name
         self.journal = journal
         self.gate = gate
@@ -80,7 +81,7 @@ class Cluster:
         settings: ClusterSettings,
         leases: LeaseStore,
         members: RegistryMembers | None,
-        emit: Emit,
+        emit: Emit[Origin, Fence],
         install: Callable[[str, bytes], object],
         flush: Callable[[float], bool],
         fenced: Callable[[], int],
@@ -147,7 +148,7 @@ class Cluster:
 
     # ---- plans -------------------------------------------------------------------------------
 
-    def gate(self, name: str, journal: PlanJournal, mode: str | None = "failover") -> OutputGate:
+    def gate(self, name: str, journal: PlanJournal, mode: str | None = "failover") -> LockedGate:
         """The output gate of redundant plan `name` (made, with the plan's role, on first use:
         the plan starts as a standby until the lease says otherwise). `mode`, the plan's
         `ha_mode`: in full-active-active a standby holds the bundles clients send it instead of
@@ -160,7 +161,7 @@ class Cluster:
         with self._lock:
             plan = self._plans.get(name)
             if plan is None:
-                gate = OutputGate(name, self._emit)
+                gate = LockedGate(name, self._emit)
                 plan = self._plans[name] = _Plan(
                     name,
                     journal,
@@ -259,30 +260,32 @@ class Cluster:
     def _decide(self, plan: _Plan) -> None:
         now = time.monotonic()
         follower = plan.follower
-        followed = follower is not None and (follower.live or follower.ended_live)
-        if now - self._started < self.settings.timeouts.dead_ms / 1000 and not followed:
-            return  # the others have not been heard from yet: the view would be wrong
-        alive = self.membership.alive(now)
-        candidates = [m for m in alive if m not in self._draining or m == self.me]
-        pinned = dict(self._pins)
-        if self.me in self._draining:  # hand every plan to the best other member
-            others_alive = [m for m in candidates if m != self.me]
-            if others_alive and pinned.get(plan.name) not in others_alive:
-                pinned[plan.name] = ranking(plan.name, others_alive)[0]
         if plan.role.lease is None or plan.looked_up == 0.0:  # never read, or the notifier's stream ended
             self._notifier_address(plan)  # who holds the lease (None: it was never granted)
-        known = plan.role.lease
-        caught_up = follower is None or follower.caught_up or known is None or known.holder == self.me
-        others = plan.sequencer.in_sync() if plan.sequencer is not None else []
-        preferred = plan.preferred = notifier(plan.name, sorted({*candidates, self.me}), pinned)
-        decision = plan.role.tick(now, candidates, caught_up, pinned, others_caught_up=preferred in others)
-        if decision.action is Action.ACQUIRE:
+        alive = self.membership.alive(now)
+        situation = Situation(
+            now=now,
+            alive=alive,
+            dead=self.membership.departed(now),
+            draining=set(self._draining),
+            pins=dict(self._pins),
+            settled=now - self._started >= self.settings.timeouts.dead_ms / 1000,
+            followed=follower is not None and (follower.live or follower.ended_live),
+            caught_up=follower is None or follower.caught_up,
+            in_sync=plan.sequencer.in_sync() if plan.sequencer is not None else [],
+        )
+        turn = plan.role.round(situation)
+        if turn is None:
+            return  # the others have not been heard from yet: the view would be wrong
+        plan.preferred = turn.preferred
+        if turn.action is Action.ACQUIRE:
             sent = time.monotonic()
             held = plan.journal.held()
             try:
-                if known is not None and known.holder != self.me and self._dead(known.holder, now):
+                if turn.take_over is not None:
+                    dead, epoch = turn.take_over
                     lease = self._leases.take_over(
-                        plan.name, self.me, self.settings.timing.ttl_ms, known.holder, known.epoch, held
+                        plan.name, self.me, self.settings.timing.ttl_ms, dead, epoch, held
                     )
                 else:
                     lease = self._leases.acquire(plan.name, self.me, self.settings.timing.ttl_ms, held)
@@ -294,23 +297,19 @@ class Cluster:
             if lease is not None and lease.holder == self.me and lease.epoch == plan.epoch:
                 with plan.confirm_lock:
                     plan.confirmed_at = max(plan.confirmed_at, sent)
-        elif decision.action is Action.RELEASE:
+        elif turn.action is Action.RELEASE:
             self._step_down(plan, drain=True)
             # what went to the adapters under this lease is written before the next notifier starts
             self._flush(self.settings.timing.margin_ms / 1000)
             self._release_lease(plan)
             plan.role.released(time.monotonic())
-            log.info("plan %s: notifier role handed to %s", plan.name, ", ".join(others))
+            log.info("plan %s: notifier role handed to %s", plan.name, ", ".join(situation.in_sync))
             return
-        holds = plan.role.holder.holds(time.monotonic())
-        if holds and plan.epoch and plan.role.holder.epoch != plan.epoch:
-            self._step_down(plan)  # granted anew under another epoch (it had expired): a new term
-        if holds and not plan.epoch:
+        transition = plan.role.transition(time.monotonic(), turn.decision, plan.epoch)
+        if transition in (Transition.STEP_DOWN, Transition.NEW_TERM):
+            self._step_down(plan)
+        if transition in (Transition.TAKE_OVER, Transition.NEW_TERM):
             self._take_over(plan)
-        elif not holds and plan.epoch:
-            self._step_down(plan)
-        elif decision.role is Role.STANDBY and plan.epoch:
-            self._step_down(plan)
 
     def _confirm(self, plan: _Plan, epoch: int, since: float, require: LogPosition) -> bool:
         """Whether a renewal of this node's lease (under `epoch`) sent at `since` or later
@@ -353,7 +352,7 @@ class Cluster:
 
     def _dead(self, member: str, now: float) -> bool:
         """Whether `member`'s process is known to have died: its connection to this node closed."""
-        return self.membership.gone(member, now) and self.membership.lost_connection(member)
+        return member in self.membership.departed(now)
 
     def _take_over(self, plan: _Plan) -> None:
         epoch = plan.role.holder.epoch

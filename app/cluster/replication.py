@@ -40,12 +40,13 @@ from typing import Any
 
 from adapters.output.base import Origin
 from app.cluster.errors import PeerClosed, PeerError, StateDoesNotFit
-from app.cluster.gate import OutputGate
+from app.cluster.gate import LockedGate
 from app.cluster.peers import Connection
 from app.persistence.errors import InputLogError
 from app.persistence.journal import NotLeading, PlanJournal
 from app.persistence.records import Events, decode, encode
 from engine.events import Event
+from ha.acks import Acknowledgements, Confirm, Drop, Refuse, Standby, Wait
 from ha.messages import (
     Ack,
     CarriedOutput,
@@ -61,6 +62,7 @@ from ha.messages import (
     Subscribe,
 )
 from ha.ports import LogPosition
+from ha.subscription import resumes
 
 log = logging.getLogger(__name__)
 
@@ -69,25 +71,19 @@ STATE_RETRY_SECONDS = 10.0  # before a standby asks again for a state that did n
 
 
 class _Subscriber:
-    def __init__(self, connection: Connection, joined_at: int) -> None:
+    """A standby's subscription: what the acknowledgement rule knows of it (`standby`), its
+    connection, and the records queued for it."""
+
+    def __init__(self, connection: Connection, standby: Standby) -> None:
         self.connection = connection
         self.peer = connection.peer
-        self.joined_at = joined_at  # it is in sync once it acknowledged this position
-        self.acked = 0
-        self.live = False  # told `live`: it counts itself able to take over from then on
-        self.ready = False  # it says it could take over (it holds what a takeover must deliver)
+        self.standby = standby
         self.queue: deque[Message] = deque()
         self.wakeup = threading.Condition()
-        self.gone = False
 
     @property
-    def in_sync(self) -> bool:
-        return not self.gone and self.acked >= self.joined_at
-
-    def may_lack(self, position: int) -> bool:
-        """Whether it may count itself able to take over without holding `position`: the record
-        was sent to it (it subscribed before) and it has not acknowledged it."""
-        return self.joined_at < position and self.acked < position
+    def gone(self) -> bool:
+        return self.standby.gone
 
     def push(self, message: Message) -> None:
         with self.wakeup:
@@ -98,20 +94,21 @@ class _Subscriber:
             self.wakeup.notify()
 
     def drop(self, why: str) -> None:
-        if self.gone:
+        if self.standby.gone:
             return
-        self.gone = True
+        self.standby.gone = True
         log.warning("standby %s dropped: %s; it must catch up again", self.peer, why)
         self.connection.close_with(Dropped(why))
 
 
 class Sequencer:
-    """The standbys of a plan this node notifies for (the journal's `replicas`)."""
+    """The standbys of a plan this node notifies for (the journal's `replicas`): the
+    acknowledgement rule of `ha.acks`, run with real time, sockets and the lease store."""
 
     def __init__(
         self,
         journal: PlanJournal,
-        gate: OutputGate,
+        gate: LockedGate,
         ack_timeout: float = 1.0,
         holds: Callable[[], bool] = lambda: True,
         confirm: Callable[[float, LogPosition], bool] = lambda since, require: True,
@@ -124,12 +121,9 @@ class Sequencer:
         self._holds = holds
         self._confirm = confirm
         self.ack_timeout = ack_timeout
+        self._rule = Acknowledgements(journal.plan, ack_timeout)
         self._subscribers: list[_Subscriber] = []
-        self._term: list[_Subscriber] = []  # every subscription of this term, ended ones too
-        self._required = False  # whether this term raised the lease's requirement yet
         self._acks = threading.Condition()
-        self._closed = False
-        self._final: list[int] = []  # at close: what each standby in sync had acknowledged
 
     # ---- the journal's side (Replicas) ------------------------------------------------------
 
@@ -139,52 +133,29 @@ class Sequencer:
                 sub.push(Record(position, payload))
 
     def settle(self, position: int) -> None:
-        """Return once `position` may be acknowledged, and release its outputs. That takes
-        every live standby holding it (one that does not answer in time is dropped); and when
-        no standby holds it, some standby of this term may lack it, or the term has not
-        acknowledged anything yet, a renewal of this node's lease sent after the record was
-        appended that raised the lease's requirement to it (`confirm`): a notifier deposed
-        meanwhile (taken over while paused or cut off) must not acknowledge what no other
-        member has, and a member that may lack it must not be granted the lease. Raises
-        `NotLeading` (not acknowledged: the client sends it again) when neither holds."""
+        """Return once `position` may be acknowledged (`ha.acks.Acknowledgements`), and release
+        its outputs; `NotLeading` (not acknowledged: the client sends it again) when it may not."""
         start = time.monotonic()
-        deadline = start + self.ack_timeout
         with self._acks:
             while True:
-                if self._closed:
-                    if (
-                        not self._final
-                        or any(acked < position for acked in self._final)
-                        or not self._required
-                        or any(s.may_lack(position) for s in self._term)
-                    ):
-                        msg = f"plan {self.journal.plan}: this node stopped notifying before its standbys held the bundle"
-                        raise NotLeading(msg)  # not acknowledged: the client sends it again
-                    return
-                lagging = [s for s in self._subscribers if s.live and not s.gone and s.acked < position]
-                if not lagging:
-                    break
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    for sub in lagging:
-                        sub.drop(f"record {position} not acknowledged within {self.ack_timeout:.1f} s")
-                    break
-                self._acks.wait(left)
-            held = any(s.in_sync and s.acked >= position for s in self._subscribers)
-            lacking = any(s.may_lack(position) for s in self._term)
-            first = not self._required
-            # one registry write may serve the bundles settling behind this one: require as much
-            # as every live standby holds (with none, no other member holds any of it anyway)
-            live = [s.acked for s in self._subscribers if s.live and not s.gone]
-            cover = max(position, min(live) if live else self.journal.position)
-        if not held or lacking or first:
-            if not self._confirm(start, LogPosition(self.journal.term, cover)):
-                msg = (
-                    f"plan {self.journal.plan}: the bundle is not held by every standby and this node's "
-                    "lease is not confirmed"
+                journal = self.journal
+                step = self._rule.decide(
+                    position, start, time.monotonic(), LogPosition(journal.term, journal.position)
                 )
-                raise NotLeading(msg)
-            self._required = True
+                if isinstance(step, Wait):
+                    self._acks.wait(max(0.0, step.until - time.monotonic()))
+                elif isinstance(step, Drop):
+                    for sub in self._subscribers:
+                        if sub.standby in step.standbys:
+                            sub.drop(step.why)
+                else:
+                    break
+        if isinstance(step, Confirm):
+            step = self._rule.confirmed(self._confirm(start, step.require))
+        if isinstance(step, Refuse):
+            raise NotLeading(step.why)  # not acknowledged: the client sends it again
+        if self._rule.closed:
+            return  # held by every standby in sync: acknowledged, its outputs the next notifier's
         if not self._holds():
             msg = f"plan {self.journal.plan}: this node's notifier lease ran out"
             raise NotLeading(msg)
@@ -194,7 +165,8 @@ class Sequencer:
 
     def in_sync(self) -> list[str]:
         """The standbys that hold every record and could take over now."""
-        return sorted({s.peer for s in self._subscribers if s.in_sync and s.ready})
+        with self._acks:
+            return self._rule.in_sync()
 
     def delivered(self, through: int) -> None:
         """The outputs of every position up to `through` are written: standbys may forget theirs."""
@@ -206,7 +178,7 @@ class Sequencer:
         """Wait until every standby in sync holds `position` (a graceful hand-over); False on timeout."""
         deadline = time.monotonic() + timeout
         with self._acks:
-            while any(s.in_sync and s.acked < position for s in self._subscribers):
+            while not self._rule.drain_done(position):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
@@ -218,10 +190,8 @@ class Sequencer:
         A bundle whose `settle` has not returned yet is acknowledged only if every standby in
         sync already held it: the others are refused, and their clients send them again."""
         with self._acks:
-            self._final = [s.acked for s in self._subscribers if s.in_sync]
-            self._closed = True
+            self._rule.close()
         for sub in list(self._subscribers):
-            sub.gone = True
             sub.connection.close()
             with sub.wakeup:
                 sub.wakeup.notify_all()
@@ -234,29 +204,22 @@ class Sequencer:
         """Serve standby `connection` that sent `request` (`sub`), until it or this node stops."""
         journal = self.journal
         with journal.lock:
-            if self._closed or not journal.leading:
+            if self._rule.closed or not journal.leading:
                 connection.send(NotNotifier())
                 return
             first, _ = journal._log.bounds(journal.plan)
             if request.text != journal.deployed:
                 connection.send(OtherText())  # one of the two redeploys is still to come
                 return
-            asked = request.position
-            resume = (
-                not request.fresh
-                and request.log_id == journal.log_id
-                and request.term == journal.term
-                and first - 1 <= asked <= journal.position
-            )
+            resume = resumes(request, journal.log_id, journal.term, first, journal.position)
             state = None if resume else journal._runtime().capture()
             carried, delivered, covers = self.gate.carried() if state is not None else ([], 0, 0)
-            start = asked if resume else journal.position
+            start = request.position if resume else journal.position
             log_id, term, clock = journal.log_id, journal.term, journal.clock.now
             recent = () if resume else tuple(journal.recent())
-            sub = _Subscriber(connection, journal.position)
             with self._acks:
+                sub = _Subscriber(connection, self._rule.subscribed(connection.peer, journal.position))
                 self._subscribers = [*self._subscribers, sub]
-                self._term.append(sub)
         try:
             if state is None:
                 connection.send(Resume(log_id, start, term, clock))
@@ -269,11 +232,11 @@ class Sequencer:
                         CarriedOutput(where.log_id, where.position, where.index, expired, encode(out))
                     )
             for position, payload in journal._log.read_payloads(journal.plan, start):
-                if position > sub.joined_at:
+                if position > sub.standby.joined_at:
                     break
                 connection.send(Record(position, payload))
             with self._acks:
-                sub.live = True  # before it is told: a bundle settled from now on waits for it
+                sub.standby.live = True  # before it is told: a bundle settled from now on waits for it
             connection.send(Live())
             log.info(
                 "plan %s: standby %s %s at position %d",
@@ -285,26 +248,18 @@ class Sequencer:
                 answer = connection.recv(4096)
                 if isinstance(answer, Ack):
                     with self._acks:
-                        sub.acked = max(sub.acked, answer.position)
-                        sub.ready = answer.ready
-                        self._supersede(sub)
+                        self._rule.acknowledged(sub.standby, answer.position, answer.ready)
                         self._acks.notify_all()
         except (PeerError, InputLogError) as exc:
             if not sub.gone and not isinstance(exc, PeerClosed):
                 log.warning("plan %s: standby %s: %s", journal.plan, sub.peer, exc)
         finally:
-            sub.gone = True
-            with sub.wakeup:
-                sub.wakeup.notify_all()
             with self._acks:
+                self._rule.ended(sub.standby)
                 self._subscribers = [s for s in self._subscribers if s is not sub]
                 self._acks.notify_all()
-
-    def _supersede(self, sub: _Subscriber) -> None:
-        """`sub` acknowledged in its subscription: its member was told `state` or `resume` first,
-        which ended what its earlier subscriptions let it believe (`Follower`)."""
-        if any(s.peer == sub.peer and s is not sub for s in self._term):
-            self._term = [s for s in self._term if s.peer != sub.peer or s is sub]
+            with sub.wakeup:
+                sub.wakeup.notify_all()
 
     def _send_loop(self, sub: _Subscriber) -> None:
         try:
@@ -319,7 +274,7 @@ class Sequencer:
                 for message in batch:
                     sub.connection.send(message)
         except PeerError:
-            sub.gone = True
+            sub.standby.gone = True
             sub.connection.close()
 
 
@@ -334,7 +289,7 @@ class Follower:
     def __init__(
         self,
         journal: PlanJournal,
-        gate: OutputGate,
+        gate: LockedGate,
         notifier: Callable[[], str | None],
         connect: Callable[[str], Connection],
         install: Callable[[bytes], Any],

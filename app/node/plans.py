@@ -33,7 +33,7 @@ from typing import Any
 import engine
 from adapters.throttle import Throttle
 from app.cluster import Cluster
-from app.cluster.gate import OutputGate
+from app.cluster.gate import LockedGate
 from app.node.catalog import StreamCatalog
 from app.node.errors import UnknownPlan
 from app.node.ingress import Binding, Ingress, Row
@@ -395,7 +395,7 @@ class PlanManager:
             raise _BindingError(msg)
 
     def _exporter(
-        self, plan: str, stream_id: str, journal: PlanJournal | None, gate: OutputGate | None = None
+        self, plan: str, stream_id: str, journal: PlanJournal | None, gate: LockedGate | None = None
     ) -> Callable[[list[Event]], None]:
         outputs, ingress = self._outputs, self._ingress
         emitted = self._emitted.setdefault((plan, stream_id), [0])

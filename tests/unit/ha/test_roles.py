@@ -6,7 +6,7 @@ from __future__ import annotations
 from ha.lease import Timing
 from ha.placement import notifier
 from ha.ports import Lease
-from ha.roles import Action, PlanRole, Role
+from ha.roles import Action, Decision, PlanRole, Role, Situation, Transition
 
 T = Timing(ttl_ms=2000, renew_ms=250, margin_ms=750)
 NODES = ["a", "b"]
@@ -97,3 +97,54 @@ def test_a_lease_its_holder_gave_up_is_asked_for_at_once_not_a_renewal_later() -
     assert a.tick(0.1, NODES, caught_up=True).action is Action.NOTHING  # asked 0.1 s ago, b holds it
     a.lease = Lease(PLAN, "b", 2, 0)  # b released it on a graceful stop
     assert a.tick(0.1, NODES, caught_up=True).action is Action.ACQUIRE
+
+
+def situation(now: float, alive: list[str], **kw: object) -> Situation:
+    base: dict[str, object] = {
+        "now": now,
+        "alive": alive,
+        "dead": (),
+        "draining": (),
+        "pins": {},
+        "settled": True,
+        "followed": True,
+        "caught_up": True,
+        "in_sync": (),
+    }
+    base.update(kw)
+    return Situation(**base)  # type: ignore[arg-type]
+
+
+def test_a_round_takes_the_lease_over_only_from_a_holder_whose_process_died() -> None:
+    b = PlanRole(PLAN, "b", T)
+    b.answered(0.0, granted("a", 4))
+    silent = b.round(situation(0.6, ["b"]))  # a is out of b's view: asked for, not taken over
+    assert silent is not None and silent.action is Action.ACQUIRE and silent.take_over is None
+    b2 = PlanRole(PLAN, "b", T)
+    b2.answered(0.0, granted("a", 4))
+    died = b2.round(situation(0.6, ["b"], dead={"a"}))
+    assert died is not None and died.take_over == ("a", 4)
+
+
+def test_a_round_waits_until_the_view_counts_unless_the_notifier_is_followed() -> None:
+    b = PlanRole(PLAN, "b", T)
+    assert b.round(situation(0.1, ["b"], settled=False, followed=False)) is None
+    assert b.round(situation(0.1, ["b"], settled=False, followed=True)) is not None
+
+
+def test_a_draining_member_hands_its_plans_to_the_best_other_member() -> None:
+    a = PlanRole(PLAN, "a", T)
+    a.answered(0.0, granted("a"))
+    turn = a.round(situation(0.1, NODES, draining={"a"}, in_sync={"b"}))
+    assert turn is not None and turn.preferred == "b" and turn.action is Action.RELEASE
+
+
+def test_after_the_answer_a_node_takes_over_steps_down_or_starts_a_new_term() -> None:
+    a = PlanRole(PLAN, "a", T)
+    a.answered(0.0, granted("a", 5))
+    notifying = Decision(Role.NOTIFIER, Action.NOTHING)
+    assert a.transition(0.1, notifying, epoch=0) is Transition.TAKE_OVER
+    assert a.transition(0.1, notifying, epoch=5) is Transition.NONE
+    assert a.transition(0.1, notifying, epoch=4) is Transition.NEW_TERM
+    assert a.transition(0.1, Decision(Role.STANDBY, Action.RELEASE), epoch=5) is Transition.STEP_DOWN
+    assert a.transition(5.0, notifying, epoch=5) is Transition.STEP_DOWN  # its lease ran out

@@ -12,7 +12,7 @@ from typing import Any
 
 from adapters.output.base import Origin
 from app.cluster.errors import StateDoesNotFit
-from app.cluster.gate import OutputGate
+from app.cluster.gate import LockedGate
 from app.cluster.peers import Connection, PeerServer, connect
 from app.cluster.replication import Follower, Sequencer
 from engine.events import Event
@@ -41,7 +41,7 @@ def test_a_standby_joined_from_a_snapshot_computes_what_the_notifier_does_and_ta
     whole.do(OPS)
 
     notifier = Run(tmp_path / "a", Wall(OPS[0][0]))
-    sequencer = Sequencer(notifier.journal, OutputGate("p", no_outputs))
+    sequencer = Sequencer(notifier.journal, LockedGate("p", no_outputs))
     notifier.journal.lead(1, sequencer)
     join = 6
     notifier.do(OPS[:join])
@@ -57,7 +57,7 @@ def test_a_standby_joined_from_a_snapshot_computes_what_the_notifier_does_and_ta
     standby.journal.follow(None)
     follower = Follower(
         standby.journal,
-        OutputGate("p", no_outputs),
+        LockedGate("p", no_outputs),
         notifier=lambda: f"127.0.0.1:{server.port}",
         connect=lambda address: connect(address, "b", "replicate", SECRET),
         install=standby.runtime.restore,
@@ -85,7 +85,7 @@ def test_a_standby_joined_from_a_snapshot_computes_what_the_notifier_does_and_ta
 
 def test_a_standby_that_lost_its_connection_resumes_where_it_was(tmp_path: Path) -> None:
     notifier = Run(tmp_path / "a", Wall(OPS[0][0]))
-    sequencer = Sequencer(notifier.journal, OutputGate("p", no_outputs))
+    sequencer = Sequencer(notifier.journal, LockedGate("p", no_outputs))
     notifier.journal.lead(1, sequencer)
     notifier.do(OPS[:4])
     connections: list[Connection] = []
@@ -108,7 +108,7 @@ def test_a_standby_that_lost_its_connection_resumes_where_it_was(tmp_path: Path)
 
     follower = Follower(
         standby.journal,
-        OutputGate("p", no_outputs),
+        LockedGate("p", no_outputs),
         notifier=lambda: f"127.0.0.1:{server.port}",
         connect=lambda address: connect(address, "b", "replicate", SECRET),
         install=install,
@@ -132,7 +132,7 @@ def test_a_standby_whose_notifier_died_stays_eligible_while_it_cannot_reconnect(
     could take the dead notifier's place. The end is reported once (the member then reads who
     holds the lease at once), the failed attempts are not."""
     notifier = Run(tmp_path / "a", Wall(OPS[0][0]))
-    sequencer = Sequencer(notifier.journal, OutputGate("p", no_outputs))
+    sequencer = Sequencer(notifier.journal, LockedGate("p", no_outputs))
     notifier.journal.lead(1, sequencer)
     notifier.do(OPS[:4])
     connections: list[Connection] = []
@@ -157,7 +157,7 @@ def test_a_standby_whose_notifier_died_stays_eligible_while_it_cannot_reconnect(
     ended: list[float] = []
     follower = Follower(
         standby.journal,
-        OutputGate("p", no_outputs),
+        LockedGate("p", no_outputs),
         notifier=where,
         connect=lambda address: connect(address, "b", "replicate", SECRET),
         install=standby.runtime.restore,
@@ -188,7 +188,7 @@ def test_a_standby_joined_from_a_snapshot_gets_the_unwritten_outputs_and_may_tak
     """The notifier sends what it has not seen written with the snapshot: the standby holds those
     outputs (same origins) and could take over without waiting for a report of what is written."""
     notifier = Run(tmp_path / "a", Wall(OPS[0][0]))
-    notifier_gate = OutputGate("p", no_outputs)
+    notifier_gate = LockedGate("p", no_outputs)
     sequencer = Sequencer(notifier.journal, notifier_gate)
     notifier.journal.lead(1, sequencer)
     notifier.do(OPS[:4])
@@ -212,7 +212,7 @@ def test_a_standby_joined_from_a_snapshot_gets_the_unwritten_outputs_and_may_tak
     standby = Run(tmp_path / "b", Wall(10**12))
     standby.journal.follow(None)
     delivered: list[tuple[str, list[Event], Any]] = []
-    standby_gate = OutputGate(
+    standby_gate = LockedGate(
         "p", lambda stream, events, where, fence: delivered.append((stream, events, where))
     )
     follower = Follower(
@@ -261,7 +261,7 @@ def test_the_notifier_makes_the_lease_require_what_a_standby_of_its_term_may_lac
         required.append(require)
         return True
 
-    sequencer = Sequencer(notifier.journal, OutputGate("p", no_outputs), confirm=confirm)
+    sequencer = Sequencer(notifier.journal, LockedGate("p", no_outputs), confirm=confirm)
     notifier.journal.lead(4, sequencer)
     acknowledged(notifier, OPS[:1])
     assert required == [LogPosition(4, notifier.journal.position)]  # the term's first acknowledgement
@@ -280,7 +280,7 @@ def test_the_notifier_makes_the_lease_require_what_a_standby_of_its_term_may_lac
     standby.journal.follow(None)
     follower = Follower(
         standby.journal,
-        OutputGate("p", no_outputs),
+        LockedGate("p", no_outputs),
         notifier=lambda: f"127.0.0.1:{server.port}" if reachable else None,
         connect=lambda address: connect(address, "b", "replicate", SECRET),
         install=standby.runtime.restore,
@@ -326,7 +326,7 @@ def serving(sequencer: Sequencer) -> PeerServer:
 
 
 def following(
-    standby: Run, server: PeerServer, gate: OutputGate, install: Callable[[bytes], Any]
+    standby: Run, server: PeerServer, gate: LockedGate, install: Callable[[bytes], Any]
 ) -> Follower:
     """Standby `standby`'s subscription to the notifier at `server` (not started)."""
     return Follower(
@@ -346,7 +346,7 @@ def test_a_standby_whose_plan_was_redeployed_takes_the_notifiers_state_once_both
     text, and stays able to take over meanwhile (it holds every record)."""
     notifier = Run(tmp_path / "a", Wall(OPS[0][0]))
     notifier.journal.deployed = "text-1"
-    sequencer = Sequencer(notifier.journal, OutputGate("p", no_outputs))
+    sequencer = Sequencer(notifier.journal, LockedGate("p", no_outputs))
     notifier.journal.lead(1, sequencer)
     notifier.do(OPS[:4])
     server = serving(sequencer)
@@ -359,7 +359,7 @@ def test_a_standby_whose_plan_was_redeployed_takes_the_notifiers_state_once_both
         installs.append(len(blob))
         standby.runtime.restore(blob)
 
-    gate = OutputGate("p", no_outputs)
+    gate = LockedGate("p", no_outputs)
     follower = following(standby, server, gate, install)
     try:
         follower.start()
@@ -392,7 +392,7 @@ def test_a_standby_whose_state_does_not_fit_the_notifiers_is_not_eligible_and_as
     standby cannot be a copy of the notifier, so it never counts itself able to take over, and
     it does not ask for the whole state again and again."""
     notifier = Run(tmp_path / "a", Wall(OPS[0][0]))
-    sequencer = Sequencer(notifier.journal, OutputGate("p", no_outputs))
+    sequencer = Sequencer(notifier.journal, LockedGate("p", no_outputs))
     notifier.journal.lead(1, sequencer)
     notifier.do(OPS[:4])
     server = serving(sequencer)
@@ -404,7 +404,7 @@ def test_a_standby_whose_state_does_not_fit_the_notifiers_is_not_eligible_and_as
         attempts.append(time.monotonic())
         raise StateDoesNotFit("p", ["query 'sliding'"])
 
-    follower = following(standby, server, OutputGate("p", no_outputs), install)
+    follower = following(standby, server, LockedGate("p", no_outputs), install)
     try:
         follower.start()
         wait(lambda: len(attempts) == 1, "the standby to try the notifier's state")

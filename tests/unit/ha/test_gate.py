@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.output.base import Origin
-from app.cluster.gate import OutputGate
 from engine.events import Event
+from ha.gate import OutputGate
 
 
 class Epoch:
@@ -33,12 +32,12 @@ class Sink:
     def __init__(self) -> None:
         self.got: list[tuple[int, Any]] = []  # (position, fence)
 
-    def __call__(self, stream_id: str, events: list[Event], origin: Origin, fence: Any) -> None:
-        self.got.extend((origin.position, fence) for _ in events)
+    def __call__(self, stream_id: str, events: list[Event], origin: int, fence: Any) -> None:
+        self.got.extend((origin, fence) for _ in events)
 
 
-def held(gate: OutputGate, position: int, n: int = 1) -> None:
-    gate.hold("out:1.0.0", [Event(position, [position])] * n, Origin("p", "log", position, 0))
+def held(gate: OutputGate[int, Epoch], position: int, n: int = 1) -> None:
+    gate.hold(position, "out:1.0.0", [Event(position, [position])] * n, position)
 
 
 def test_a_standby_holds_trims_what_the_notifier_delivered_and_delivers_the_rest_on_takeover() -> None:
