@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run replay test unit fast browser check lint typecheck contracts bench bench-spark conformance clean venv ha-faults ha-soak
+.PHONY: run replay test unit fast browser check lint typecheck contracts bench bench-spark conformance clean venv ha-faults ha-soak sim sim-long
 
 # Every target first makes sure of the venv (re-created if made from another interpreter).
 venv:
@@ -51,6 +51,16 @@ ha-faults: venv
 ## make ha-soak: two members under load for 30 minutes without faults: no role may change
 ha-soak: venv
 	CEPHEUS_HA_SOAK_SECONDS=1800 $(BIN)/pytest -q -s --require-services -m soak tests/integration/ha
+
+## make sim SEED=N: replay one schedule of the HA simulator, step by step (a failing seed's trace)
+sim: venv
+	$(BIN)/python -m tests.sim.run --seed $(SEED) --trace
+
+## make sim-long [SCHEDULES=N] [START=S]: the HA simulator over many seeds (resumable by START), its figures
+SCHEDULES ?= 1000000
+START ?= 0
+sim-long: venv
+	$(BIN)/python -m tests.sim.run --schedules $(SCHEDULES) --start $(START) --workers 2
 
 check: lint typecheck contracts
 

@@ -1,0 +1,117 @@
+"""The loss and duplicate paths the simulator knows of, each with a schedule that shows it.
+
+`OPEN`: paths read in the code (issue #24) that the fixes of #25 close. Each has a schedule
+(seed and configuration) on which the simulator reports it, and the pattern of what it
+reports. Until its fix lands, a random schedule may meet it too: `classify` names the path of
+a violation, and the long runs count what they meet by path, so that anything *else* they
+find fails the suite. When a fix lands, its entry moves to `FIXED`, where its schedule must
+pass: a regression test, failing on the code before the fix.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tests.sim.scenario import Config
+
+
+@dataclass(frozen=True)
+class Path:
+    name: str
+    pattern: str  # what the simulator reports when a schedule meets it
+    seed: int
+    config: Config
+
+    def matches(self, violation: str) -> bool:
+        return re.search(self.pattern, violation) is not None
+
+
+OPEN: tuple[Path, ...] = (
+    Path(
+        "a full-active-active standby acknowledges a copy it holds only in memory",
+        r"acknowledged \(as a standby's direct copy\), and m\d could take over without it"
+        r"|acknowledged as a standby's direct copy\)$",
+        1,
+        Config(
+            members=2,
+            mode="full-active-active",
+            bundles=10,
+            pace=(0.05, 0.1),
+            faults=[(1.3, "pause", 1.0, "", "notifier")],
+        ),
+    ),
+    Path(
+        "an output buffer (an adapter's, or a gate's held outputs) overflows: outputs are lost",
+        r"never reached the sink \(([1-9]\d* outputs refused|\d+ outputs refused by full adapter buffers, "
+        r"[1-9]\d* dropped)",
+        1,
+        Config(
+            members=2,
+            mode="failover",
+            bundles=16,
+            pace=(0.02, 0.05),
+            adapter_capacity=20,
+            faults=[(1.2, "sink", 2.0, "", "")],
+        ),
+    ),
+    Path(
+        "a live notifier is deposed by its own heartbeat connection closing (FIN)",
+        r"took the lease over from m\d, whose process is alive and notifying",
+        1,
+        Config(members=2, mode="failover", bundles=10, faults=[(1.6, "heartbeats", 0.1, "", "notifier")]),
+    ),
+    Path(
+        "a client's resend is processed twice: after 4,096 other bundles, or two attempts at once",
+        r"output \(\d+, \d+\) is \d+ times in the sink \(a resend taken again\)",
+        1,
+        Config(
+            members=2,
+            mode="active-active",
+            clients=2,
+            # one client streams on through the pause of the other's member
+            client_bundles=(6000, 10),
+            client_pace=(0.0008, 0.5),
+            latency=(0.00005, 0.0001),
+            registry_latency=(0.00005, 0.0001),
+            client_latency=(0.00005, 0.0001),
+            faults=[(2.5, "pause", 7.0, "", "standby")],
+        ),
+    ),
+    Path(
+        "a bundle refused after it was logged and processed is processed again when its client resends it",
+        r"output \(\d+, \d+\) is \d+ times in the sink \(processed again after a refusal\)",
+        1,
+        Config(
+            members=2,
+            mode="active-active",
+            bundles=12,
+            pace=(0.05, 0.1),
+            faults=[(1.8, "kill", 3.0, "intact", "standby"), (2.0, "registry", 1.5, "", "")],
+        ),
+    ),
+    Path(
+        "a member restarted with a log that lost acknowledged records takes over",
+        r"m\d could take over without acknowledged bundles|where bundle \d+ was acknowledged"
+        r"|notifies under a lease the store did not grant it",
+        1,
+        Config(
+            members=2,
+            mode="failover",
+            fsync="never",
+            bundles=12,
+            pace=(0.05, 0.1),
+            faults=[(1.8, "vanish", 0.5, "intact", "notifier")],
+        ),
+    ),
+)
+
+FIXED: tuple[Path, ...] = ()
+
+
+def classify(violation: str) -> str | None:
+    """The open path a violation is an instance of, or None: something new."""
+    for path in OPEN:
+        if path.matches(violation):
+            return path.name
+    return None

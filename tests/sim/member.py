@@ -1,0 +1,758 @@
+"""A simulated cluster member running one redundant plan on the real HA decisions of `ha/`.
+
+The decisions are `ha/`'s own: membership (`ha.membership`), the role rounds and their lease
+requests (`ha.roles`), when a bundle may be acknowledged (`ha.acks`), resume or snapshot
+(`ha.subscription`), the output gate (`ha.gate`), resends and direct copies (`ha.resends`),
+how often a standby reads the lease (`ha.lease`). What calls them, and when, follows the
+member process of the node (`app.cluster.member`, `replication`, `relays`,
+`app.persistence.journal`) step by step, with simulated time, network, registry and disk in
+place of threads, sockets, the database and files.
+
+The plan is a model: a bundle of `n` events yields `n` outputs, `(bundle, i)`; a record's
+outputs carry the origin (log id, position, index), as the node's do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from engine.events import Event
+from ha.acks import Acknowledgements, Confirm, Drop, Refuse, Release, Standby, Wait
+from ha.gate import OutputGate
+from ha.lease import Timing, lease_lookup_interval
+from ha.membership import Membership, Timeouts
+from ha.messages import (
+    Ack,
+    CarriedOutput,
+    Delivered,
+    Dropped,
+    Heartbeat,
+    Live,
+    NotNotifier,
+    Record,
+    Resume,
+    State,
+    Subscribe,
+)
+from ha.ports import Lease, LogPosition
+from ha.resends import DirectCopies, Resends
+from ha.roles import Action, PlanRole, Situation, Transition
+from ha.subscription import resumes
+from tests.sim.outside import FAILED, Adapter, Write
+from tests.sim.world import FIN, RESET, Conn
+
+if TYPE_CHECKING:
+    from tests.sim.scenario import Sim
+
+PLAN = "p"
+TIMING = Timing()
+TIMEOUTS = Timeouts()
+ROLE_PERIOD = min(TIMING.renew_ms / 1000 / 2, 0.05)
+HEARTBEAT = TIMEOUTS.heartbeat_ms / 1000
+RELAY_WAIT = 5.0
+TEXT = "the plan"
+
+
+@dataclass(frozen=True)
+class Bundle:
+    id: int
+    events: int
+    digest: int  # what the node's digest of its content would be: equal contents, equal digests
+
+
+@dataclass
+class Disk:
+    """A member's input log: the bundles of its positions (None: a clock tick), `durable` of them fsynced."""
+
+    log_id: str
+    term: int = 0
+    entries: list[Bundle | None] = field(default_factory=list)
+    durable: int = 0
+    logs: int = 0  # how many logs this disk has held (a new id for each)
+
+    @property
+    def position(self) -> int:
+        return len(self.entries)
+
+
+Reply = Callable[[bool, str], None]  # (acknowledged, why not)
+
+
+@dataclass
+class _Settle:
+    position: int
+    started: float
+    reply: Reply | None
+    rule: Acknowledgements
+    bundle: Bundle
+    asking: bool = False
+
+
+class Member:
+    def __init__(self, sim: Sim, name: str, disk: Disk, mode: str, incarnation: int) -> None:
+        self.sim = sim
+        self.world = sim.world
+        self.net = sim.net
+        self.name = name
+        self.disk = disk
+        self.mode = mode
+        self.incarnation = incarnation
+        self.up = True
+        self.paused_until = 0.0
+        self._backlog: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
+        self.started = self.world.now
+        self.membership = Membership(name, TIMEOUTS, ())
+        self.role = PlanRole(PLAN, name, TIMING)
+        self.epoch = 0
+        self.leading = False
+        self.rule: Acknowledgements | None = None
+        self.subscribers: dict[int, tuple[Conn, Standby]] = {}
+        self.settles: list[_Settle] = []
+        self.gate: OutputGate[tuple[str, int, int], int] = OutputGate(PLAN, self._emit, sim.gate_capacity)
+        self.resends = Resends(keep=sim.resend_keep)
+        self.copies = DirectCopies(keep=sim.copy_keep) if mode == "full-active-active" else None
+        self.looked_up = 0.0
+        self.lookup_pending = False
+        self.granted = False  # the store's last answer naming this member gave it a lease with time left
+        self.round_pending = False
+        self.confirmed_at = 0.0
+        self.required: LogPosition | None = None
+        self.fenced_at_takeover = 0
+        self.nudged = False
+        # following
+        self.follow_conn: Conn | None = None
+        self.live = False
+        self.ended_live = False
+        self.ended_at: float | None = None
+        self.heartbeats: dict[str, Conn] = {}
+        self.inbound: dict[str, int] = {}
+        self.relay_conn: Conn | None = None
+        self.relays: dict[str, tuple[Bundle, Reply, float]] = {}
+        self.relay_ids = 0
+        self.relayed: dict[str, bool | None] = {}  # as notifier: relay id → taken (None: in progress)
+        self.tx = Adapter(self.world, name, sim.tx_sink, sim.adapter_capacity)
+        self.plain = Adapter(self.world, name, sim.plain_sink, sim.adapter_capacity)
+        self.outputs_of: dict[int, list[Bundle | None]] = {}
+        self.world.after(0.0, self._guard, self._heartbeat_loop)
+        self.world.after(0.0, self._guard, self._role_loop)
+        self.world.after(0.0, self._guard, self._watermark_loop)
+        self.following = False  # the follow loop is scheduled
+        self._keep_following()
+        for position, bundle in enumerate(disk.entries, 1):  # recovery replays the log: its outputs again
+            if bundle is not None:
+                self._hold(position, bundle)
+
+    # ---- the process: alive, paused, dead ------------------------------------------------------
+
+    def _guard(self, step: Callable[..., None], *args: Any) -> None:
+        """Run `step` as this process would: not at all once it died, later if it is paused."""
+        if not self.up:
+            return
+        if self.world.now < self.paused_until:
+            self._backlog.append((step, args))
+            return
+        step(*args)
+
+    def resume(self) -> None:
+        backlog, self._backlog = self._backlog, []
+        for step, args in backlog:
+            self._guard(step, *args)
+
+    def die(self, orderly: bool) -> None:
+        """kill -9 (`orderly`: the kernel closes its connections with FIN) or a host that vanishes."""
+        self.up = False
+        self.tx.crash()
+        self.plain.crash()
+        for conn in list(self.net.conns.values()):
+            if conn.open and self.name in (conn.a, conn.b) and conn.handlers.get(self.name) is not None:
+                if orderly:
+                    self.net.close(conn, self.name)
+                else:
+                    self.net.vanish(conn)
+                conn.handlers.pop(self.name, None)
+
+    def _hear(self, conn: Conn, message: object) -> None:
+        self._guard(self._on_message, conn, message)
+
+    def _connect(self, peer: str, purpose: str) -> Conn | None:
+        other = self.sim.members.get(peer)
+        if other is None or not other.up or (self.name, peer) in self.net.blocked:
+            return None
+        conn = self.net.connect(self.name, peer, purpose)
+        conn.handlers[self.name] = self._hear
+        conn.handlers[peer] = other._hear
+        return conn
+
+    def now_ms(self) -> int:
+        return int(self.world.now * 1000)
+
+    # ---- heartbeats ----------------------------------------------------------------------------
+
+    def _heartbeat_loop(self) -> None:
+        now = self.world.now
+        knows = {m: m for m in self.membership.knows(now)}
+        for peer in self.sim.members:
+            if peer == self.name:
+                continue
+            conn = self.heartbeats.get(peer)
+            if conn is None or not conn.open:
+                conn = self._connect(peer, "heartbeat")
+                if conn is None:
+                    continue
+                self.heartbeats[peer] = conn
+                other = self.sim.members[peer]
+                other.inbound[self.name] = other.inbound.get(self.name, 0) + 1
+            self.net.send(conn, self.name, Heartbeat(self.name, knows))
+        self.world.after(HEARTBEAT, self._guard, self._heartbeat_loop)
+
+    def drop_heartbeats(self) -> None:
+        """A fault: this live process closes its heartbeat connections (an error in its sender)."""
+        for conn in self.heartbeats.values():
+            self.net.close(conn, self.name)
+        self.heartbeats.clear()
+
+    # ---- role rounds ---------------------------------------------------------------------------
+
+    def _role_loop(self) -> None:
+        if not self.round_pending:
+            self._round()
+        self.world.after(ROLE_PERIOD, self._guard, self._role_loop)
+
+    def _nudge(self) -> None:
+        self.looked_up = 0.0
+        if not self.round_pending:
+            self.world.after(0.0, self._guard, self._round)
+
+    def _round(self) -> None:
+        if self.round_pending:
+            return
+        if self.role.lease is None or self.looked_up == 0.0:
+            self.round_pending = True
+            self._lookup(then=self._round_decide)
+            return
+        self._round_decide()
+
+    def _round_decide(self) -> None:
+        self.round_pending = False
+        now = self.world.now
+        situation = Situation(
+            now=now,
+            alive=self.membership.alive(now),
+            dead=self.membership.departed(now),
+            draining=(),
+            pins={},
+            settled=now - self.started >= TIMEOUTS.dead_ms / 1000,
+            followed=self.live or self.ended_live,
+            caught_up=self.leading or self.caught_up,
+            in_sync=self.rule.in_sync() if self.rule is not None else [],
+        )
+        turn = self.role.round(situation)
+        if turn is None:
+            return
+        if turn.action is Action.ACQUIRE:
+            sent = now
+            held = self.held()
+            self.round_pending = True
+
+            take_over = turn.take_over
+
+            def answered(lease: Lease | None) -> None:
+                lease = None if lease is FAILED else lease
+                if take_over is not None and lease is not None and lease.holder == self.name:
+                    self.sim.note_take_over(self, take_over[0])
+                self._guard(self._round_answered, sent, held, lease, turn.decision)
+
+            if take_over is not None:
+                dead, epoch = take_over
+                self.sim.registry.ask(
+                    "take_over", answered, PLAN, self.name, TIMING.ttl_ms, dead, epoch, held
+                )
+            else:
+                self.sim.registry.ask("acquire", answered, PLAN, self.name, TIMING.ttl_ms, held, None)
+            return
+        if turn.action is Action.RELEASE:
+            self._step_down()
+            self.sim.registry.ask("release", lambda _: None, PLAN, self.name)
+            self.role.released(now)
+            return
+        self._transition(turn.decision)
+
+    def _round_answered(self, sent: float, held: LogPosition, lease: Lease | None, decision: Any) -> None:
+        self.round_pending = False
+        self.role.answered(sent, lease)
+        if lease is not None and lease.holder == self.name:
+            self.granted = lease.ttl_ms > 0
+        if lease is not None and lease.holder == self.name and lease.epoch == self.epoch:
+            self.confirmed_at = max(self.confirmed_at, sent)
+        self._transition(decision)
+
+    def _transition(self, decision: Any) -> None:
+        transition = self.role.transition(self.world.now, decision, self.epoch)
+        if transition in (Transition.STEP_DOWN, Transition.NEW_TERM):
+            self._step_down()
+        if transition in (Transition.TAKE_OVER, Transition.NEW_TERM):
+            if not self.granted:
+                self.sim.note_ungranted(self)
+            self._take_over()
+
+    def _lookup(self, then: Callable[[], None] | None = None) -> None:
+        def answered(lease: Lease | None) -> None:
+            self.lookup_pending = False
+            if lease is not FAILED:
+                self.looked_up = self.world.now
+                if lease is not None:
+                    self.role.lease = lease
+            if then is not None:
+                then()
+
+        self.lookup_pending = True
+        self.sim.registry.ask("current", lambda lease: self._guard(answered, lease), PLAN)
+
+    def notifier_address(self) -> str | None:
+        """Where the notifier is, by what the registry said lately (asking again when due)."""
+        lease = self.role.lease
+        now = self.world.now
+        every = lease_lookup_interval(TIMING.renew_ms / 1000, now, self.ended_at)
+        if (
+            lease is None or lease.holder == self.name or now - self.looked_up >= every
+        ) and not self.lookup_pending:
+            self._lookup()
+        if lease is None or lease.holder == self.name:
+            return None
+        return lease.holder
+
+    def held(self) -> LogPosition:
+        return LogPosition(self.disk.term, self.disk.position)
+
+    @property
+    def caught_up(self) -> bool:
+        return (self.live or self.ended_live) and self.gate.complete
+
+    # ---- notifying -----------------------------------------------------------------------------
+
+    def _take_over(self) -> None:
+        epoch = self.role.holder.epoch
+        assert epoch is not None
+        self._stop_following()
+        self.rule = Acknowledgements(PLAN)
+        self.disk.term = epoch
+        self.leading = True
+        self.resends.took_over(self.now_ms())
+        after = self.disk.position
+        if self.copies is not None:
+            for (
+                _,
+                rows,
+                _,
+            ) in self.copies.take():  # bundles clients sent here the old notifier never sequenced
+                self._sequence(self.sim.bundles[rows[0][0]], None)
+        self.epoch = epoch
+        self.required = None
+        self.fenced_at_takeover = self.tx.fenced + self.tx.overflow
+        self.gate.open(epoch, after)
+        self.sim.note_notifier(self, epoch)
+        self.world.trace(f"{self.name} notifier at epoch {epoch} from position {after}")
+
+    def _step_down(self) -> None:
+        if not self.epoch:
+            return
+        self.leading = False
+        self.gate.close()
+        if self.rule is not None:
+            self.rule.close()
+            for conn, _ in list(self.subscribers.values()):
+                self.net.close(conn, self.name)
+            self.subscribers.clear()
+            self._settle_all()
+        self.rule = None
+        self.world.trace(f"{self.name} no longer notifier (epoch {self.epoch})")
+        self.epoch = 0
+        self._keep_following()
+
+    def receive(self, bundle: Bundle, reply: Reply) -> None:
+        """A client's bundle arrives at this member's receiver."""
+        self._guard(self._receive, bundle, reply)
+
+    def _receive(self, bundle: Bundle, reply: Reply) -> None:
+        if self.copies is not None and not self.leading:
+            self.copies.arrived("S", [(bundle.id, bundle.events)], [0])
+            self.sim.copies_acked.add(bundle.id)
+            reply(True, "")  # held in memory, acknowledged
+            return
+        if not self.leading:
+            self._relay(bundle, reply)
+            return
+        self._sequence(bundle, reply)
+
+    def _sequence(self, bundle: Bundle, reply: Reply | None, relayed: bool = False) -> None:
+        at = self.now_ms()
+        resent = self.resends.resent(bundle.digest, at)
+        if resent or (relayed and self.resends.relayed_again(bundle.digest, at)):
+            # taken before: acknowledged once the newest record is settled, as the journal does
+            position = self.disk.position
+        else:
+            self.resends.seen(bundle.digest, at)
+            position = self._append(bundle)
+            self.sim.note_append(self, position, bundle)
+            for conn, standby in list(self.subscribers.values()):
+                if not standby.gone:
+                    self.net.send(conn, self.name, (Record(position), (self.disk.term, bundle)))
+        rule = self.rule
+        assert rule is not None
+        self.settles.append(_Settle(position, self.world.now, reply, rule, bundle))
+        self._settle_all()
+
+    def _append(self, bundle: Bundle | None) -> int:
+        disk = self.disk
+        disk.entries.append(bundle)
+        if self.sim.fsync == "always":
+            disk.durable = disk.position
+        position = disk.position
+        if bundle is not None:
+            self._hold(position, bundle)
+        return position
+
+    def _hold(self, position: int, bundle: Bundle) -> None:
+        """The plan processed the record at `position`: its outputs, into the gate."""
+        events = [Event(0, (bundle.id, i)) for i in range(bundle.events)]
+        self.gate.hold(position, "out", events, (self.disk.log_id, position, 0))
+
+    def _settle_all(self) -> None:
+        for settle in list(self.settles):
+            if settle in self.settles:
+                self._settle(settle)
+
+    def _settle(self, settle: _Settle) -> None:
+        if settle.asking:
+            return
+        rule = settle.rule
+        while True:
+            step = rule.decide(settle.position, settle.started, self.world.now, self.held())
+            if isinstance(step, Wait):
+                self.world.at(step.until, self._guard, self._settle_all)
+                return
+            if isinstance(step, Drop):
+                for cid, (_, standby) in list(self.subscribers.items()):
+                    if standby in step.standbys:
+                        self._drop(cid, step.why)
+                continue
+            break
+        if isinstance(step, Confirm):
+            self._confirm(settle, step.require)
+            return
+        assert isinstance(step, Release | Refuse)
+        self._settled(settle, step)
+
+    def _confirm(self, settle: _Settle, require: LogPosition) -> None:
+        required = self.required
+        if self.confirmed_at >= settle.started and required is not None and required.covers(require):
+            self._settled(settle, settle.rule.confirmed(True))
+            return
+        settle.asking = True
+        sent, epoch = self.world.now, self.epoch
+
+        def answered(lease: Lease | None) -> None:
+            lease = None if lease is FAILED else lease
+            settle.asking = False
+            if settle not in self.settles:
+                return
+            self.role.answered(sent, lease)
+            ok = (
+                lease is not None
+                and lease.holder == self.name
+                and lease.epoch == epoch
+                and lease.required is not None
+                and lease.required.covers(require)
+            )
+            if ok:
+                assert lease is not None
+                self.confirmed_at = sent
+                self.required = lease.required
+            self._settled(settle, settle.rule.confirmed(ok))
+
+        self.sim.registry.ask(
+            "acquire",
+            lambda lease: self._guard(answered, lease),
+            PLAN,
+            self.name,
+            TIMING.ttl_ms,
+            None,
+            require,
+        )
+
+    def _settled(self, settle: _Settle, step: object) -> None:
+        if settle in self.settles:
+            self.settles.remove(settle)
+        if isinstance(step, Refuse):
+            self.sim.refused.add(settle.bundle.id)
+            if settle.reply is not None:
+                settle.reply(False, step.why)
+            return
+        if not settle.rule.closed:
+            if not self.role.holder.holds(self.world.now):
+                self.sim.refused.add(settle.bundle.id)
+                if settle.reply is not None:
+                    settle.reply(False, "lease ran out")
+                return
+            self.gate.release(settle.position)
+        if settle.reply is not None:
+            self.sim.note_acked(self, settle.position, settle.bundle)
+            settle.reply(True, "")
+
+    def _drop(self, cid: int, why: str) -> None:
+        conn, standby = self.subscribers.pop(cid)
+        standby.gone = True
+        if self.rule is not None:
+            self.rule.ended(standby)
+        self.net.send(conn, self.name, (Dropped(why), None))
+        self.net.close(conn, self.name)
+
+    def _emit(
+        self, stream: str, events: list[Event], origin: tuple[str, int, int], fence: int | None
+    ) -> None:
+        log_id, position, index = origin
+        epoch = fence or 0
+        writes = [
+            Write(self.name, epoch, (log_id, position, index + i), (e.data[0], e.data[1]))
+            for i, e in enumerate(events)
+        ]
+
+        def holds() -> bool:
+            return self.up and self.epoch == epoch and self.role.holder.holds(self.world.now)
+
+        self.tx.publish(writes, holds)
+        self.plain.publish(writes, holds)
+
+    def _watermark_loop(self) -> None:
+        if self.leading and self.rule is not None and self.tx.flushed and self.plain.flushed:
+            if self.tx.fenced + self.tx.overflow == self.fenced_at_takeover:
+                released = self.gate.released
+                self.gate.trim(released)
+                for conn, standby in self.subscribers.values():
+                    if not standby.gone:
+                        self.net.send(conn, self.name, (Delivered(released), None))
+        self.world.after(0.2, self._guard, self._watermark_loop)
+
+    # ---- relaying ------------------------------------------------------------------------------
+
+    def _relay(self, bundle: Bundle, reply: Reply) -> None:
+        self.relay_ids += 1
+        relay_id = f"{self.name}.{self.incarnation}:{self.relay_ids}"
+        self.relays[relay_id] = (bundle, reply, self.world.now + RELAY_WAIT)
+        self._relay_try(relay_id)
+
+    def _relay_try(self, relay_id: str) -> None:
+        entry = self.relays.get(relay_id)
+        if entry is None:
+            return
+        bundle, reply, deadline = entry
+        if self.leading:
+            del self.relays[relay_id]
+            self._sequence(bundle, reply)
+            return
+        address = self.notifier_address()
+        if address is not None:
+            conn = self.relay_conn
+            if conn is None or not conn.open or conn.b != address:
+                conn = self.relay_conn = self._connect(address, "relay")
+            if conn is not None:
+                self.net.send(conn, self.name, ("relay", relay_id, bundle))
+                self.world.after(0.3, self._guard, self._relay_retry, relay_id)
+                return
+        self._relay_retry(relay_id)
+
+    def _relay_retry(self, relay_id: str) -> None:
+        entry = self.relays.get(relay_id)
+        if entry is None:
+            return
+        if self.world.now >= entry[2]:
+            del self.relays[relay_id]
+            entry[1](False, "no notifier took it")
+            return
+        self.world.after(0.05, self._guard, self._relay_try, relay_id)
+
+    def _serve_relay(self, conn: Conn, relay_id: str, bundle: Bundle) -> None:
+        key = f"{conn.a}/{relay_id}"
+        if not self.leading:
+            self.net.send(conn, self.name, ("relayed", relay_id, False))
+            return
+        taken = self.relayed.get(key, False)
+        if key in self.relayed and taken is not False:
+            if taken:
+                self.net.send(conn, self.name, ("relayed", relay_id, True))
+            return  # still settling: its answer comes
+        self.relayed[key] = None
+
+        def reply(ok: bool, why: str) -> None:
+            if ok:
+                self.relayed[key] = True
+            else:
+                self.relayed.pop(key, None)
+            self.net.send(conn, self.name, ("relayed", relay_id, ok))
+
+        self._sequence(bundle, reply, relayed=True)
+
+    # ---- following -----------------------------------------------------------------------------
+
+    def _keep_following(self) -> None:
+        if not self.following:
+            self.following = True
+            self.world.after(0.0, self._guard, self._follow_loop)
+
+    def _follow_loop(self) -> None:
+        """Every 50 ms while this member neither notifies nor follows: subscribe to the notifier."""
+        self.following = False
+        if self.leading or self.follow_conn is not None:
+            return
+        address = self.notifier_address()
+        if address is not None:
+            conn = self._connect(address, "replicate")
+            if conn is not None:
+                self.follow_conn = conn
+                disk = self.disk
+                self.net.send(
+                    conn,
+                    self.name,
+                    (Subscribe(PLAN, disk.log_id, disk.position, disk.term, TEXT, False), None),
+                )
+                return
+        self.following = True
+        self.world.after(0.05, self._guard, self._follow_loop)
+
+    def _stop_following(self) -> None:
+        conn, self.follow_conn = self.follow_conn, None
+        if conn is not None:
+            self.net.close(conn, self.name)
+        self.live = False
+        self._keep_following()
+
+    def _ended(self, conn: Conn, was_open: bool) -> None:
+        if conn is not self.follow_conn:
+            return
+        self.follow_conn = None
+        self._keep_following()
+        if was_open:
+            self.ended_live = self.live
+            self.ended_at = self.world.now
+            self._nudge()
+        self.live = False
+
+    def _follow(self, conn: Conn, message: Any, extra: Any) -> None:
+        disk = self.disk
+        if isinstance(message, Record):
+            term, bundle = extra
+            if message.position != disk.position + 1:  # a gap: it cannot apply it
+                self.ended_live = False
+                self._stop_following()
+                return
+            self._append(bundle)
+            if bundle is not None:
+                self.resends.seen(bundle.digest)
+                if self.copies is not None:
+                    self.copies.sequenced(bundle.digest)
+            self.sim.note_append(self, disk.position, bundle)
+            if self.live:
+                self.net.send(conn, self.name, (Ack(disk.position, self.gate.complete), None))
+        elif isinstance(message, State):
+            self.ended_live = False
+            entries, log_id = extra
+            disk.entries = list(entries)
+            disk.log_id = log_id
+            disk.durable = disk.position if self.sim.fsync == "always" else min(disk.durable, disk.position)
+            disk.term = message.term
+            self.resends.replace(message.recent)
+            if self.copies is not None:
+                for digest in message.recent:
+                    self.copies.sequenced(digest)
+            self.gate.reset(message.covers, message.delivered)
+        elif isinstance(message, CarriedOutput):
+            position, stream, events = extra
+            self.gate.hold(position, stream, events, (message.log_id, message.position, message.index))
+        elif isinstance(message, Resume):
+            self.ended_live = False
+            disk.term = message.term
+        elif isinstance(message, Live):
+            self.live = True
+            self.net.send(conn, self.name, (Ack(disk.position, self.gate.complete), None))
+        elif isinstance(message, Delivered):
+            self.gate.trim(message.position)
+            if self.live:
+                self.net.send(conn, self.name, (Ack(disk.position, self.gate.complete), None))
+        elif isinstance(message, NotNotifier):
+            self._stop_following()
+        elif isinstance(message, Dropped):
+            self.live = self.ended_live = False
+            self._stop_following()
+
+    def _serve(self, conn: Conn, request: Subscribe) -> None:
+        if not self.leading or self.rule is None:
+            self.net.send(conn, self.name, (NotNotifier(), None))
+            return
+        disk = self.disk
+        resume = resumes(request, disk.log_id, disk.term, 1, disk.position)
+        start = request.position if resume else disk.position
+        if resume:
+            self.net.send(conn, self.name, (Resume(disk.log_id, start, disk.term, self.now_ms()), None))
+        else:
+            carried, delivered, covers = self.gate.carried()
+            recent = tuple(self.resends.recent())
+            state = State(disk.log_id, start, disk.term, self.now_ms(), recent, delivered, covers)
+            self.net.send(conn, self.name, (state, (tuple(disk.entries), disk.log_id)))
+            for stream, events, (log_id, position, index) in carried:
+                self.net.send(
+                    conn, self.name, (CarriedOutput(log_id, position, index), (position, stream, events))
+                )
+        for position in range(start + 1, disk.position + 1):
+            self.net.send(conn, self.name, (Record(position), (disk.term, disk.entries[position - 1])))
+        standby = self.rule.subscribed(conn.a, disk.position)
+        standby.live = True
+        self.subscribers[conn.id] = (conn, standby)
+        self.net.send(conn, self.name, (Live(), None))
+
+    # ---- messages ------------------------------------------------------------------------------
+
+    def _on_message(self, conn: Conn, message: Any) -> None:
+        if message is FIN or message is RESET:
+            was_open = conn.open
+            conn.open = False
+            if conn.purpose == "heartbeat" and conn.b == self.name:
+                peer = conn.a
+                self.inbound[peer] = self.inbound.get(peer, 1) - 1
+                if message is FIN and self.inbound[peer] <= 0:
+                    self.membership.lost(peer)
+                    self._nudge()
+                return
+            if conn.purpose == "replicate":
+                if conn.b == self.name:
+                    entry = self.subscribers.pop(conn.id, None)
+                    if entry is not None and self.rule is not None:
+                        self.rule.ended(entry[1])
+                        self._settle_all()
+                else:
+                    self._ended(conn, was_open)
+            return
+        if isinstance(message, Heartbeat):
+            self.membership.heartbeat(conn.a, list(message.knows), self.world.now)
+            return
+        if isinstance(message, tuple) and message and message[0] == "relay":
+            self._serve_relay(conn, message[1], message[2])
+            return
+        if isinstance(message, tuple) and message and message[0] == "relayed":
+            _, relay_id, ok = message
+            relay = self.relays.get(relay_id)
+            if relay is not None and ok:
+                del self.relays[relay_id]
+                relay[1](True, "")
+            return
+        kind, extra = message
+        if isinstance(kind, Subscribe):
+            self._serve(conn, kind)
+        elif isinstance(kind, Ack):
+            entry = self.subscribers.get(conn.id)
+            if entry is not None and self.rule is not None:
+                self.rule.acknowledged(entry[1], kind.position, kind.ready)
+                self._settle_all()
+        else:
+            self._follow(conn, kind, extra)

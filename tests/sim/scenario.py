@@ -1,0 +1,408 @@
+"""One seeded schedule: members, clients, faults, and the invariants checked as it runs.
+
+A seed picks everything: 2 or 3 members, the mode (failover, active-active,
+full-active-active), the fsync policy, the clients and their bundles, and a handful of faults
+(kill -9 and restart with the log intact, with its unsynced tail lost, or with no log; a host
+that vanishes; a pause past the lease; a live member closing its heartbeat connections; a
+partition one way or both; the registry down, or its clock stepping; the sink down). Then
+the faults stop, every member runs again, and the schedule goes on quietly until every
+client's bundles are acknowledged.
+
+Invariants (each a line in `violations`, with the time it was seen):
+- the sink's fence never accepts two members' writes under one epoch, and an origin is never
+  written (or skipped as written) with two contents;
+- every bundle a client saw acknowledged is held (in its log) by every member that could take
+  over now: the notifier, and every caught-up member whose log covers the lease's requirement;
+- a position a bundle was acknowledged at is never appended again with another bundle in that log;
+- a lease is taken over early only from a member whose process is gone;
+- in the end: every acknowledged bundle's outputs are in the transactional sink exactly once
+  and in the plain sink at least once, and every client got every bundle acknowledged
+  (liveness, once the faults are over).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ha.lease_table import covers
+from ha.resends import digest
+from tests.sim.member import PLAN, Bundle, Disk, Member
+from tests.sim.outside import PlainSink, Registry, TransactionalSink
+from tests.sim.world import Net, World
+
+MODES = ("failover", "active-active", "full-active-active")
+FAULTS = ("kill", "vanish", "pause", "heartbeats", "partition", "registry", "clock", "sink")
+SETTLE = 3.5  # seconds after the last fault before the end is judged (a lease, and then some)
+CLIENT_TIMEOUT = 2.0
+
+
+@dataclass
+class Config:
+    members: int = 2
+    mode: str = "failover"
+    fsync: str = "always"
+    clients: int = 1
+    bundles: int = 12
+    # (at, kind, lasting, detail, whom): whom is "notifier", "standby" or "" (the notifier most
+    # of the time, else any member running)
+    faults: list[tuple[float, str, float, str, str]] = field(default_factory=list)
+    pace: tuple[float, float] = (0.02, 0.3)  # seconds between a client's bundles, drawn per client
+    client_bundles: tuple[int, ...] = ()  # bundles per client, where not `bundles` each
+    client_pace: tuple[float, ...] = ()  # seconds between bundles per client, where not drawn from `pace`
+    latency: tuple[float, float] = (0.0005, 0.005)  # seconds a message between members takes
+    registry_latency: tuple[float, float] = (0.001, 0.01)  # each way
+    client_latency: tuple[float, float] = (0.0005, 0.003)  # each way
+    resend_keep: int = 4096
+    copy_keep: int = 100_000
+    gate_capacity: int = 1_000_000
+    adapter_capacity: int = 100_000
+
+    @classmethod
+    def draw(cls, seed: int) -> Config:
+        import random
+
+        rng = random.Random(seed * 7919 + 1)
+        config = cls(
+            members=rng.choice((2, 2, 3)),
+            mode=rng.choice(MODES),
+            fsync=rng.choice(("always", "always", "never")),
+            clients=rng.choice((1, 1, 2)),
+            bundles=rng.randint(4, 16),
+            # small buffers and memories some of the time, so that the limits are met in a short run
+            resend_keep=rng.choice((4096, 4096, 6)),
+            adapter_capacity=rng.choice((100_000, 100_000, 30)),
+            gate_capacity=rng.choice((1_000_000, 1_000_000, 40)),
+        )
+        for _ in range(rng.randint(0, 3)):
+            kind = rng.choice(FAULTS)
+            detail = ""
+            if kind == "kill":  # the kernel keeps what the process wrote: the log survives unless wiped
+                detail = rng.choice(("intact", "intact", "empty"))
+            if kind == "vanish":  # a power cut: what was not fsynced is gone
+                detail = rng.choice(("intact", "empty"))
+            if kind == "partition":
+                detail = rng.choice(("one-way", "both"))
+            if kind == "clock":
+                detail = str(rng.choice((-3.0, -1.0, 0.5, 2.5)))
+            config.faults.append((rng.uniform(1.2, 3.5), kind, rng.uniform(0.3, 3.5), detail, ""))
+        return config
+
+
+class Sim:
+    def __init__(self, seed: int, config: Config | None = None, trace: bool = False) -> None:
+        self.seed = seed
+        self.config = config = config or Config.draw(seed)
+        self.world = World(seed, trace)
+        self.net = Net(self.world, config.latency)
+        self.registry = Registry(self.world, config.registry_latency)
+        self.tx_sink = TransactionalSink()
+        self.plain_sink = PlainSink()
+        self.fsync = config.fsync
+        self.resend_keep = config.resend_keep
+        self.copy_keep = config.copy_keep
+        self.gate_capacity = config.gate_capacity
+        self.adapter_capacity = config.adapter_capacity
+        self.names = [f"m{i}" for i in range(config.members)]
+        self.disks = {name: Disk(f"{name}-log1", logs=1) for name in self.names}
+        self.members: dict[str, Member] = {}
+        self.everyone: list[Member] = []  # every incarnation of every member
+        self.incarnations = Counter[str]()
+        for name in self.names:
+            self._start(name)
+        self.bundles: dict[int, Bundle] = {}
+        self.acked: dict[int, float] = {}
+        self.refused: set[int] = set()  # bundles a notifier sequenced, then refused to acknowledge
+        self.copies_acked: set[int] = set()  # acknowledged by a full-active-active standby holding its copy
+        self.acked_at: dict[tuple[str, int], tuple[int, int]] = {}  # (log, position) → (bundle, term)
+        self.violations: list[str] = []
+        self.faults_seen = Counter[str]()
+        self.checks = 0
+        self.clients_done = 0
+        self.last_fault_end = 0.0
+        next_id = 1
+        self.pace = [
+            config.client_pace[c] if c < len(config.client_pace) else self.world.rng.uniform(*config.pace)
+            for c in range(config.clients)
+        ]
+        for c in range(config.clients):
+            bundles = []
+            count = config.client_bundles[c] if c < len(config.client_bundles) else config.bundles
+            for _ in range(count):
+                events = self.world.rng.randint(1, 3)
+                b = Bundle(next_id, events, digest("S", [0], [(next_id, events)]))
+                self.bundles[next_id] = b
+                bundles.append(b)
+                next_id += 1
+            self.world.at(1.0 + 0.1 * c, self._client_send, c, bundles, 0, 0, 0)
+        for at, kind, lasting, detail, whom in config.faults:
+            self.world.at(at, self._fault, kind, lasting, detail, whom)
+            self.last_fault_end = max(self.last_fault_end, at + lasting)
+        self.world.at(0.1, self._sweep)
+
+    # ---- members -------------------------------------------------------------------------------
+
+    def _start(self, name: str) -> None:
+        self.incarnations[name] += 1
+        member = Member(self, name, self.disks[name], self.config.mode, self.incarnations[name])
+        self.members[name] = member
+        self.everyone.append(member)
+
+    def _restart(self, name: str, disk_state: str) -> None:
+        disk = self.disks[name]
+        if disk_state == "empty":
+            disk.logs += 1
+            self.disks[name] = Disk(f"{name}-log{disk.logs}", logs=disk.logs)
+        elif disk_state == "power cut":
+            del disk.entries[disk.durable :]  # what was not fsynced is gone
+        self.world.trace(
+            f"{name} restarts ({disk_state}, log {self.disks[name].log_id} at {self.disks[name].position})"
+        )
+        self._start(name)
+
+    def note_notifier(self, member: Member, epoch: int) -> None:
+        """`member` took over under `epoch`: early (the old lease not expired) only from a dead process."""
+        self.world.trace(f"{member.name} takes over at epoch {epoch}")
+
+    def note_take_over(self, member: Member, dead: str) -> None:
+        old = self.members[dead]
+        if old.up and old.leading:
+            self._violation(
+                f"{member.name} took the lease over from {dead}, whose process is alive and notifying"
+            )
+
+    def note_ungranted(self, member: Member) -> None:
+        self._violation(
+            f"{member.name} notifies under a lease the store did not grant it (an expired answer)"
+        )
+
+    def note_append(self, member: Member, position: int, bundle: Bundle | None) -> None:
+        acked = self.acked_at.get((member.disk.log_id, position))
+        # a stale notifier (paused, then woken) may append in its own older term: harmless, it can
+        # release nothing; the same term or a later one must not replace what was acknowledged
+        if acked is not None and (bundle is None or bundle.id != acked[0]) and member.disk.term >= acked[1]:
+            self._violation(
+                f"{member.name} appended {bundle.id if bundle else 'a tick'} at position {position} of log "
+                f"{member.disk.log_id} in term {member.disk.term}, where bundle {acked[0]} was acknowledged "
+                f"in term {acked[1]}"
+            )
+
+    def note_acked(self, member: Member, position: int, bundle: Bundle) -> None:
+        self.acked_at.setdefault((member.disk.log_id, position), (bundle.id, member.disk.term))
+
+    # ---- clients -------------------------------------------------------------------------------
+
+    def _client_send(self, c: int, bundles: list[Bundle], k: int, attempt: int, target: int) -> None:
+        if k >= len(bundles):
+            self.clients_done += 1
+            return
+        bundle = bundles[k]
+        mode = self.config.mode
+        names = self.names
+        targets = (
+            list(names)
+            if mode == "full-active-active"
+            else [names[(target + c * (mode == "active-active")) % len(names)]]
+        )
+        state = {"answers": 0, "ok": False, "done": False}
+
+        def answered(ok: bool, why: str) -> None:
+            if state["done"]:
+                return
+            state["answers"] += 1
+            if ok and not state["ok"]:
+                state["ok"] = True
+                self._acknowledged(bundle)
+            if state["answers"] >= len(targets) or ok and mode != "full-active-active":
+                state["done"] = True
+                if state["ok"]:
+                    self.world.after(self.pace[c], self._client_send, c, bundles, k + 1, 0, target)
+                else:
+                    self.world.after(0.05, self._client_send, c, bundles, k, attempt + 1, target + 1)
+
+        def timeout() -> None:
+            if not state["done"]:
+                state["done"] = True
+                if state["ok"]:
+                    self.world.after(self.pace[c], self._client_send, c, bundles, k + 1, 0, target)
+                else:
+                    self.world.after(0.0, self._client_send, c, bundles, k, attempt + 1, target + 1)
+
+        for name in targets:
+            member = self.members[name]
+            if not member.up:
+                self.world.after(0.001, answered, False, "connection refused")
+                continue
+
+            def reply(ok: bool, why: str, member: Member = member) -> None:
+                self.world.after(self.world.rng.uniform(*self.config.client_latency), answered, ok, why)
+
+            self.world.after(
+                self.world.rng.uniform(*self.config.client_latency), member.receive, bundle, reply
+            )
+        self.world.after(CLIENT_TIMEOUT, timeout)
+
+    def _acknowledged(self, bundle: Bundle) -> None:
+        if bundle.id in self.acked:
+            return
+        self.acked[bundle.id] = self.world.now
+        self.world.trace(f"client saw bundle {bundle.id} acknowledged")
+        self._check_held(bundle.id)
+
+    # ---- faults --------------------------------------------------------------------------------
+
+    def _fault(self, kind: str, lasting: float, detail: str, whom: str) -> None:
+        rng = self.world.rng
+        up = [n for n in self.names if self.members[n].up]
+        if not up:
+            return
+        notifier = self._notifier()
+        if whom == "notifier" and notifier is not None:
+            name = notifier
+        elif whom == "standby" and [n for n in up if n != notifier]:
+            name = rng.choice([n for n in up if n != notifier])
+        else:
+            name = notifier or rng.choice(up)
+            if rng.random() < 0.3:
+                name = rng.choice(up)
+        self.faults_seen[kind] += 1
+        self.world.trace(f"fault: {kind} {name} for {lasting:.2f} s {detail}")
+        if kind in ("kill", "vanish"):
+            self.members[name].die(orderly=kind == "kill")
+            self.world.after(
+                lasting,
+                self._restart,
+                name,
+                "power cut" if detail == "intact" and kind == "vanish" else detail,
+            )
+        elif kind == "pause":
+            member = self.members[name]
+            member.paused_until = self.world.now + lasting
+            self.world.after(lasting, member.resume)
+        elif kind == "heartbeats":
+            self.members[name].drop_heartbeats()
+        elif kind == "partition":
+            others = [n for n in self.names if n != name]
+            other = rng.choice(others)
+            cut = {(name, other)} if detail == "one-way" else {(name, other), (other, name)}
+            self.net.blocked |= cut
+            self.world.after(lasting, self._heal, cut)
+        elif kind == "registry":
+            self.registry.down_until = self.world.now + lasting
+        elif kind == "clock":
+            self.registry.skew += float(detail)
+        elif kind == "sink":
+            self.tx_sink.down_until = self.world.now + lasting
+
+    def _heal(self, cut: set[tuple[str, str]]) -> None:
+        self.net.blocked -= cut
+
+    def _notifier(self) -> str | None:
+        for name, member in self.members.items():
+            if member.up and member.leading:
+                return name
+        return None
+
+    # ---- invariants ----------------------------------------------------------------------------
+
+    def _violation(self, text: str) -> None:
+        line = f"{self.world.now:.3f}: {text}"
+        self.violations.append(line)
+        self.world.trace(f"VIOLATION {text}")
+
+    def _may_take_over(self) -> list[Member]:
+        """The members a takeover could make notifier now: the lease's holder, and every other
+        running member that is caught up and whose log the store would accept."""
+        lease = self.registry.table.current(PLAN, self.registry.now_ms())
+        required = lease.required if lease is not None else None
+        holder = lease.holder if lease is not None and lease.ttl_ms > 0 else None
+        return [
+            m
+            for m in self.members.values()
+            if m.up and (m.name == holder or (not m.leading and m.caught_up and covers(m.held(), required)))
+        ]
+
+    def _check_held(self, bundle_id: int) -> None:
+        self.checks += 1
+        for member in self._may_take_over():
+            if not any(b is not None and b.id == bundle_id for b in member.disk.entries):
+                how = " (as a standby's direct copy)" if bundle_id in self.copies_acked else ""
+                self._violation(
+                    f"bundle {bundle_id} was acknowledged{how}, and {member.name} could take over without it"
+                )
+
+    def _sweep(self) -> None:
+        """Every 250 ms: every acknowledged bundle held where a takeover could happen."""
+        self.checks += 1
+        if self.acked:
+            for member in self._may_take_over():
+                held = {b.id for b in member.disk.entries if b is not None}
+                missing = [b for b in self.acked if b not in held]
+                if missing:
+                    self._violation(
+                        f"{member.name} could take over without acknowledged bundles {sorted(missing)[:5]}"
+                    )
+        for text in self.tx_sink.violations:
+            self._violation(text)
+        self.tx_sink.violations.clear()
+        self.world.after(0.25, self._sweep)
+
+    def run(self, max_time: float = 60.0) -> list[str]:
+        """Run the schedule; the violations seen (empty: it passed)."""
+        world = self.world
+        world.run(self.last_fault_end + 0.5)
+        for name in self.names:  # the faults are over: every member runs again
+            if not self.members[name].up:
+                self._restart(name, "intact")
+        self.net.blocked.clear()
+        self.registry.down_until = self.tx_sink.down_until = 0.0
+        end = world.now + SETTLE
+        while world.now < max_time and not self.violations:
+            world.run(world.now + 0.25)
+            if world.now >= end and self.clients_done == self.config.clients and self._drained():
+                break
+        self._final()
+        return self.violations
+
+    def _drained(self) -> bool:
+        return all(m.tx.flushed and m.plain.flushed for m in self.members.values())
+
+    def _final(self) -> None:
+        if self.violations:
+            return
+        if self.clients_done < self.config.clients:
+            self._violation(
+                f"liveness: {len(self.acked)} of {len(self.bundles)} bundles acknowledged at the end"
+            )
+            return
+        tx = Counter(w.content for w in self.tx_sink.rows)
+        plain = Counter(w.content for w in self.plain_sink.rows)
+        for bundle_id in sorted(self.acked):
+            for i in range(self.bundles[bundle_id].events):
+                if tx[(bundle_id, i)] == 0:
+                    overflow = sum(m.tx.overflow for m in self.everyone)
+                    dropped = sum(m.gate.dropped for m in self.everyone)
+                    how = (
+                        ", acknowledged as a standby's direct copy" if bundle_id in self.copies_acked else ""
+                    )
+                    self._violation(
+                        f"output ({bundle_id}, {i}) of an acknowledged bundle never reached the sink "
+                        f"({overflow} outputs refused by full adapter buffers, {dropped} dropped by full gates{how})"
+                    )
+                    return
+                if tx[(bundle_id, i)] > 1:
+                    why = (
+                        "processed again after a refusal"
+                        if bundle_id in self.refused
+                        else "a resend taken again"
+                    )
+                    self._violation(
+                        f"output ({bundle_id}, {i}) is {tx[(bundle_id, i)]} times in the sink ({why})"
+                    )
+                    return
+                if plain[(bundle_id, i)] < 1:
+                    self._violation(f"output ({bundle_id}, {i}) never reached the plain sink")
+                    return
+        duplicated = [content for content, n in tx.items() if n > 1]
+        if duplicated:
+            self._violation(f"outputs written twice to the transactional sink: {duplicated[:5]}")
