@@ -16,8 +16,8 @@ Invariants (each a line in `violations`, with the time it was seen):
 - a position a bundle was acknowledged at is never appended again with another bundle in that log;
 - a lease is taken over early only from a member whose process is gone;
 - in the end: every acknowledged bundle's outputs are in the transactional sink exactly once
-  and in the plain sink at least once, and every client got every bundle acknowledged
-  (liveness, once the faults are over).
+  and in the plain sink at least once (a duplicate there only under the same key), and every
+  client got every bundle acknowledged (liveness, once the faults are over).
 """
 
 from __future__ import annotations
@@ -406,3 +406,10 @@ class Sim:
         duplicated = [content for content, n in tx.items() if n > 1]
         if duplicated:
             self._violation(f"outputs written twice to the transactional sink: {duplicated[:5]}")
+            return
+        keys: dict[tuple[int, int], set[tuple[str, int, int]]] = {}
+        for w in self.plain_sink.rows:
+            keys.setdefault(w.content, set()).add(w.key)
+        rekeyed = [content for content, seen in keys.items() if len(seen) > 1]
+        if rekeyed:  # a plain sink may get an output twice, but only under its one key
+            self._violation(f"outputs reached the plain sink under two keys: {rekeyed[:5]}")
