@@ -8,7 +8,8 @@ room for its clock running slow and for a write it starts just before the end. A
 fails (the registry unreachable, the lease taken by another node) leaves the deadline where
 it was, so a node cut off from the registry steps down on its own, before the store can grant
 the lease to anyone else. An answer naming another holder under a newer epoch (the lease was taken
-over) deposes the node at once. A process paused (SIGSTOP, a long GC) wakes up past its deadline
+over) deposes the node at once, and so does one naming this node with no time left (the store
+refused to renew it, or expired it early by its own clock). A process paused (SIGSTOP, a long GC) wakes up past its deadline
 and steps down the same way; what it may still have started is refused by the sink's fence.
 
 Pure logic: time comes in as arguments. Imports nothing of ours but `ha.ports`.
@@ -69,6 +70,12 @@ class Holder:
             if self.epoch is not None and answer.epoch > self.epoch:
                 self.step_down()  # taken over (the store says so): no use waiting for the deadline
             return self.holds(sent)
+        if answer.ttl_ms <= 0:
+            # the row names this node, but expired: not a grant. The store refused it (a restarted
+            # process asking while its log lacks what the lease requires), or its clock says the
+            # lease ran out before this node's deadline did: either way, stop now
+            self.step_down()
+            return False
         if self.epoch is not None and answer.epoch < self.epoch:
             return self.holds(sent)  # an answer older than one already seen: ignore it
         self.epoch = answer.epoch

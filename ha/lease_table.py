@@ -13,7 +13,7 @@ The rules:
 - `take_over` grants a lease still held by `dead` under `epoch` at once (epoch + 1), when the
   asker's log covers what it requires: only for a holder whose process is known gone, and
   safe only because the sink's fence refuses the old epoch's late writes.
-- `release` ends its holder's lease now.
+- `release` ends its holder's lease now; `release_all` every lease a node holds.
 Every answer is the lease as it stands afterwards, whoever holds it.
 
 Pure logic. Imports nothing of ours but `ha.ports`.
@@ -92,6 +92,14 @@ class LeaseTable:
             return False
         row.expires_ms = now_ms
         return True
+
+    def release_all(self, node: str, now_ms: int) -> int:
+        ended = 0
+        for row in self._rows.values():
+            if row.holder == node and row.expires_ms > now_ms:
+                row.expires_ms = now_ms
+                ended += 1
+        return ended
 
     def current(self, plan: str, now_ms: int) -> Lease | None:
         return self._lease(plan, now_ms) if plan in self._rows else None

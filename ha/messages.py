@@ -12,6 +12,8 @@ Per connection purpose (`hello` names it):
 - `replicate`: a standby subscribes (`Subscribe`); the notifier answers `NotNotifier`,
   `OtherText`, or `State` (with `CarriedOutput`s) or `Resume`, then `Record`s, `Live`, more
   `Record`s and `Delivered` as they come, or `Dropped`; the standby answers `Ack`.
+- `probe`: nothing after the handshake: a member whose heartbeat connection from another
+  closed asks whether that member's process still runs.
 The handshake (`Hello`, `Challenge`, `Proof`, `Welcome`, `Refused`) opens every connection.
 
 Pure data: imports nothing of ours.

@@ -205,6 +205,13 @@ class LeaseStore(Protocol):
         """End `node`'s lease on `plan` now (a graceful stop, a move); False if it held none."""
         ...
 
+    def release_all(self, node: str) -> int:
+        """End every lease `node` holds now; how many. A member's process does this when it
+        starts: leases of its name are its predecessor's, granted to a log this process may
+        not have (a power cut with fsync off), and a renewal would keep them without asking
+        whether its log covers what they require."""
+        ...
+
     def current(self, plan: str) -> Lease | None:
         """The lease of `plan` as it stands (its holder may have expired), None if never granted."""
         ...

@@ -5,7 +5,8 @@ HAError (engine.errors)
 └─ ClusterError
    ├─ PeerError: the connection to a member failed, closed, or broke the protocol
    │  ├─ PeerClosed: closed in order (FIN)
-   │  └─ PeerReset: reset or failed
+   │  ├─ PeerReset: reset or failed
+   │  └─ PeerRefused: nothing listens at its cluster port (its process is not running)
    └─ StateDoesNotFit: a notifier's state does not fit this member's plan
 ```
 """
@@ -46,3 +47,7 @@ class StateDoesNotFit(ClusterError):
             "this member cannot take over until both run the same version of Cepheus and of the plan"
         )
         super().__init__(msg)
+
+
+class PeerRefused(PeerError):
+    """Nothing listens at the member's cluster port: its host answered that no process does."""

@@ -3,10 +3,14 @@
 Every `heartbeat_ms` a heartbeat goes over an authenticated connection (`app.cluster.peers`)
 to each well-known address and each member learned, naming the members the sender hears and
 where they are (so members find each other through any one of them). What arrives feeds
-`ha.membership.Membership`. A heartbeat connection closed in order (FIN) marks its member
-gone at once: only its own kernel closes a connection that way, so its process died. A reset
-or failed connection says nothing of the process (a firewall, a partition): that member goes
-dead only when its heartbeats stay away.
+`ha.membership.Membership`. A heartbeat connection closed in order (FIN) says the member's
+process died or that it closed the connection itself (an error in its sender): a second
+signal tells them apart. The member's cluster port is asked at once (`probe`); connection
+refused means its process is gone (its kernel closed its listening socket with it), and the
+member is gone at once: its plans are taken over without waiting for their leases. An
+answer means it lives: a live notifier is never deposed by its own socket. A reset or failed
+connection, or a probe that gets no answer, says nothing of the process (a firewall, a
+partition): that member goes dead only when its heartbeats stay away.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from app.cluster.errors import PeerClosed, PeerError
+from app.cluster.errors import PeerClosed, PeerError, PeerRefused
 from app.cluster.peers import Connection, connect
 from app.cluster.settings import ClusterSettings
 from app.cluster.threads import forever
@@ -24,6 +28,8 @@ from ha.membership import Membership
 from ha.messages import Heartbeat
 
 log = logging.getLogger(__name__)
+
+PROBE_SECONDS = 0.5  # how long the cluster port of a member whose connection closed may take to answer
 
 
 class Heartbeats:
@@ -104,9 +110,32 @@ class Heartbeats:
                 self._inbound[peer] -= 1
                 last = self._inbound[peer] == 0
             if died and last and not self._stop.is_set():
-                self.membership.lost(peer)
-                self._left(peer)
-                log.info("cluster member %s left (its connection closed)", peer)
+                if self._process_gone(peer):
+                    self.membership.lost(peer)
+                    self._left(peer)
+                    log.info("cluster member %s left (its connection closed, its cluster port refuses)", peer)
+                else:
+                    log.info(
+                        "cluster member %s closed its heartbeat connection; it lives (its cluster port answers)",
+                        peer,
+                    )
+
+    def _process_gone(self, peer: str) -> bool:
+        """Whether `peer`'s process is gone: its cluster port refuses a connection. An answer,
+        or none in time, is no proof of death."""
+        address = self.addresses.get(peer)
+        if address is None:
+            return False
+        try:
+            connection = connect(
+                address, self.settings.me, "probe", self.settings.secret, timeout=PROBE_SECONDS
+            )
+        except PeerRefused:
+            return True
+        except PeerError:
+            return False
+        connection.close()
+        return False
 
     def _heard(self, peer: str, heartbeat: Heartbeat) -> None:
         self.addresses[peer] = heartbeat.address

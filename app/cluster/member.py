@@ -105,6 +105,7 @@ class Cluster:
         self._round = threading.Lock()  # held by a role round
         self._nudge = threading.Event()  # a role round now: a notifier's stream ended, a member left
         self._started = 0.0
+        self._predecessor_released = False
         self._heartbeats = Heartbeats(settings, self.membership, self._addresses, self._stop, self._left)
         self._relays = Relays(settings, self._leading, self._notifier_of, self._notifying)
         self.server = PeerServer(settings.host, settings.port, self.me, settings.secret, self._serve)
@@ -241,7 +242,7 @@ class Cluster:
 
     def _role_round(self) -> None:
         with self._round:
-            if self._stop.is_set():
+            if self._stop.is_set() or not self._predecessor_gone():
                 return
             with self._lock:
                 plans = list(self._plans.values())
@@ -250,6 +251,21 @@ class Cluster:
                     self._decide(plan)
                 except Exception:
                     log.exception("plan %s: the role loop failed", plan.name)
+
+    def _predecessor_gone(self) -> bool:
+        """Whether the leases this member's name held before this process started are given up
+        (`LeaseStore.release_all`); until the registry has done so, this member asks for none."""
+        if self._predecessor_released:
+            return True
+        try:
+            ended = self._leases.release_all(self.me)
+        except Exception as exc:
+            log.debug("cluster: cannot give up the leases of this member's previous process yet: %s", exc)
+            return False
+        self._predecessor_released = True
+        if ended:
+            log.info("cluster member %s gave up %d leases its previous process held", self.me, ended)
+        return True
 
     def _stream_ended(self, plan: _Plan) -> None:
         """The notifier's stream to this standby ended (it stopped, died, or handed over): read

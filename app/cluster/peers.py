@@ -38,7 +38,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from app.cluster.errors import PeerClosed, PeerError, PeerReset
+from app.cluster.errors import PeerClosed, PeerError, PeerRefused, PeerReset
 from ha.messages import KINDS, Challenge, Hello, Message, Proof, Refused, Welcome
 
 log = logging.getLogger(__name__)
@@ -278,6 +278,9 @@ def connect(address: str, me: str, purpose: str, secret: bytes, timeout: float =
     host, _, port = address.rpartition(":")
     try:
         sock = socket.create_connection((host, int(port)), timeout=timeout)
+    except ConnectionRefusedError:
+        msg = f"cannot connect to cluster member {address}: connection refused"
+        raise PeerRefused(msg) from None
     except (OSError, ValueError) as exc:
         msg = f"cannot connect to cluster member {address}: {getattr(exc, 'strerror', None) or exc}"
         raise PeerError(msg) from None

@@ -147,6 +147,15 @@ class RegistryLeases:
             )
             return ended.rowcount == 1
 
+    def release_all(self, node: str) -> int:
+        c = schema.leases.c
+        with self._statements() as conn:
+            now = now_ms(conn.dialect.name)
+            ended = conn.execute(
+                sa.update(schema.leases).where(c.holder == node, c.expires_ms > now).values(expires_ms=now)
+            )
+            return int(ended.rowcount)
+
     def accept_loss(self, plan: str) -> LogPosition | None:
         """Drop what an expired lease requires of its next holder (an operator accepting that
         the records its dead holder acknowledged alone are lost); what it required, or None

@@ -1,11 +1,12 @@
 """The loss and duplicate paths the simulator knows of, each with a schedule that shows it.
 
-`OPEN`: paths read in the code (issue #24) that the fixes of #25 close. Each has a schedule
-(seed and configuration) on which the simulator reports it, and the pattern of what it
-reports. Until its fix lands, a random schedule may meet it too: `classify` names the path of
-a violation, and the long runs count what they meet by path, so that anything *else* they
-find fails the suite. When a fix lands, its entry moves to `FIXED`, where its schedule must
-pass: a regression test, failing on the code before the fix.
+`OPEN`: paths read in the code (issue #24) or found by the simulator, still to be closed
+(issue #25). Each has a schedule (seed and configuration) on which the simulator reports it,
+and the pattern of what it reports. Until its fix lands, a random schedule may meet it too:
+`classify` names the path of a violation, and the long runs count what they meet by path, so
+that anything *else* they find fails the suite. When a fix lands, its entry moves to `FIXED`,
+where its schedule must pass; `tests/sim/test_sim.py` also runs it with the fix undone, where
+it must fail: a regression test that cannot pass by missing the path.
 """
 
 from __future__ import annotations
@@ -31,14 +32,14 @@ OPEN: tuple[Path, ...] = (
     Path(
         "a full-active-active standby acknowledges a copy it holds only in memory",
         r"acknowledged \(as a standby's direct copy\), and m\d could take over without it"
-        r"|acknowledged as a standby's direct copy\)$",
+        r"|acknowledged as a standby's direct copy\)$|\(acknowledged as a standby's direct copy\)$",
         1,
         Config(
             members=2,
             mode="full-active-active",
-            bundles=10,
+            bundles=40,
             pace=(0.05, 0.1),
-            faults=[(1.3, "pause", 1.0, "", "notifier")],
+            faults=[(2.5, "pause", 1.0, "", "notifier")],
         ),
     ),
     Path(
@@ -54,12 +55,6 @@ OPEN: tuple[Path, ...] = (
             adapter_capacity=20,
             faults=[(1.2, "sink", 2.0, "", "")],
         ),
-    ),
-    Path(
-        "a live notifier is deposed by its own heartbeat connection closing (FIN)",
-        r"took the lease over from m\d, whose process is alive and notifying",
-        1,
-        Config(members=2, mode="failover", bundles=10, faults=[(1.6, "heartbeats", 0.1, "", "notifier")]),
     ),
     Path(
         "a client's resend is processed twice: after 4,096 other bundles, or two attempts at once",
@@ -91,6 +86,53 @@ OPEN: tuple[Path, ...] = (
         ),
     ),
     Path(
+        "standbys stay subscribed to a notifier whose host vanished without FIN and came back",
+        r"no notifier at the end .*following a notifier whose host vanished",
+        838,
+        Config(
+            members=3,
+            mode="failover",
+            bundles=5,
+            adapter_capacity=30,
+            faults=[
+                (2.9993961387781884, "vanish", 0.6070361599326923, "empty", ""),
+                (1.2342260235146119, "sink", 2.0593173225147012, "", ""),
+                (1.7910535219013801, "heartbeats", 3.175532297834863, "", ""),
+            ],
+        ),
+    ),
+    Path(
+        "a member holding every acknowledged record never asks for the lease if it has not followed since it started",
+        r"no notifier at the end .*holds what the lease requires but never followed since it started",
+        79,
+        Config(
+            members=2,
+            mode="failover",
+            bundles=26,
+            adapter_capacity=30,
+            resend_keep=6,
+            faults=[
+                (2.504803382470649, "vanish", 1.886597625490503, "empty", ""),
+                (3.2158777167655126, "vanish", 3.084366582479011, "intact", ""),
+            ],
+        ),
+    ),
+)
+
+FIXED: tuple[Path, ...] = (
+    Path(
+        "a live notifier is deposed by its own heartbeat connection closing (FIN)",
+        r"took the lease over from m\d, whose process is alive and notifying",
+        1,
+        Config(
+            members=2,
+            mode="failover",
+            bundles=30,
+            pace=(0.05, 0.1),
+            faults=[(2.5, "heartbeats", 0.1, "", "notifier")],
+        ),
+    ),
+    Path(
         "a member restarted with a log that lost acknowledged records takes over",
         r"m\d could take over without acknowledged bundles|where bundle \d+ was acknowledged"
         r"|notifies under a lease the store did not grant it",
@@ -105,8 +147,6 @@ OPEN: tuple[Path, ...] = (
         ),
     ),
 )
-
-FIXED: tuple[Path, ...] = ()
 
 
 def classify(violation: str) -> str | None:

@@ -100,6 +100,7 @@ class Member:
         self.mode = mode
         self.incarnation = incarnation
         self.up = True
+        self.orderly = False
         self.paused_until = 0.0
         self._backlog: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
         self.started = self.world.now
@@ -116,6 +117,7 @@ class Member:
         self.looked_up = 0.0
         self.lookup_pending = False
         self.granted = False  # the store's last answer naming this member gave it a lease with time left
+        self.predecessor_gone = False  # the leases its name held before this process started are given up
         self.round_pending = False
         self.confirmed_at = 0.0
         self.required: LogPosition | None = None
@@ -163,6 +165,7 @@ class Member:
     def die(self, orderly: bool) -> None:
         """kill -9 (`orderly`: the kernel closes its connections with FIN) or a host that vanishes."""
         self.up = False
+        self.orderly = orderly  # its host refuses connections to its port (a vanished one says nothing)
         self.tx.crash()
         self.plain.crash()
         for conn in list(self.net.conns.values()):
@@ -227,6 +230,15 @@ class Member:
 
     def _round(self) -> None:
         if self.round_pending:
+            return
+        if not self.predecessor_gone:  # as `Cluster._predecessor_gone`: no lease asked before
+            self.round_pending = True
+
+            def released(answer: Lease | None) -> None:
+                self.round_pending = False
+                self.predecessor_gone = answer is not FAILED
+
+            self.sim.registry.ask("release_all", lambda answer: self._guard(released, answer), self.name)
             return
         if self.role.lease is None or self.looked_up == 0.0:
             self.round_pending = True
@@ -711,6 +723,12 @@ class Member:
         self.subscribers[conn.id] = (conn, standby)
         self.net.send(conn, self.name, (Live(), None))
 
+    def _probed(self, peer: str) -> None:
+        other = self.sim.members.get(peer)
+        if other is not None and not other.up and other.orderly and self.inbound.get(peer, 0) <= 0:
+            self.membership.lost(peer)
+            self._nudge()
+
     # ---- messages ------------------------------------------------------------------------------
 
     def _on_message(self, conn: Conn, message: Any) -> None:
@@ -721,8 +739,8 @@ class Member:
                 peer = conn.a
                 self.inbound[peer] = self.inbound.get(peer, 1) - 1
                 if message is FIN and self.inbound[peer] <= 0:
-                    self.membership.lost(peer)
-                    self._nudge()
+                    # as `Heartbeats._process_gone`: its cluster port refuses only if its process is gone
+                    self.world.after(2 * self.net.latency[1], self._guard, self._probed, peer)
                 return
             if conn.purpose == "replicate":
                 if conn.b == self.name:

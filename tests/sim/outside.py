@@ -66,6 +66,10 @@ class Registry:
             plan, node = args
             table.release(plan, node, now)
             lease = table.current(plan, now)
+        elif what == "release_all":
+            (node,) = args
+            table.release_all(node, now)
+            lease = None
         else:
             (plan,) = args
             lease = table.current(plan, now)

@@ -26,6 +26,7 @@ from tests.sim.scenario import Sim
 @dataclass
 class Tally:
     schedules: int = 0
+    unjudged: int = 0  # every copy of an acknowledged record destroyed: not judged
     steps: int = 0
     checks: int = 0
     faults: Counter[str] = field(default_factory=Counter)
@@ -34,6 +35,7 @@ class Tally:
 
     def add(self, other: Tally) -> None:
         self.schedules += other.schedules
+        self.unjudged += other.unjudged
         self.steps += other.steps
         self.checks += other.checks
         self.faults.update(other.faults)
@@ -51,6 +53,7 @@ def run_range(start: int, stop: int) -> Tally:
         tally.steps += sim.world.steps
         tally.checks += sim.checks
         tally.faults.update(sim.faults_seen)
+        tally.unjudged += not sim.judged
         if violations:
             path = classify(violations[0])
             if path is None:
@@ -82,6 +85,11 @@ def report(tally: Tally, seconds: float) -> str:
     ]
     met = sum(tally.known.values()) + len(tally.unknown)
     lines.append(f"schedules with a violation: {met}")
+    if tally.unjudged:
+        lines.append(
+            f"  ({tally.unjudged} schedules destroyed every copy of an acknowledged record, with fsync off "
+            "or wiped disks on every member: their end is an operator's call, not judged)"
+        )
     for path, n in tally.known.most_common():
         lines.append(f"  {n:6d}  known, open: {path}")
     for seed, text in tally.unknown[:20]:

@@ -26,6 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ha.lease_table import covers
+from ha.ports import LogPosition
 from ha.resends import digest
 from tests.sim.member import PLAN, Bundle, Disk, Member
 from tests.sim.outside import PlainSink, Registry, TransactionalSink
@@ -113,7 +114,11 @@ class Sim:
         self.bundles: dict[int, Bundle] = {}
         self.acked: dict[int, float] = {}
         self.refused: set[int] = set()  # bundles a notifier sequenced, then refused to acknowledge
-        self.copies_acked: set[int] = set()  # acknowledged by a full-active-active standby holding its copy
+        self.copies_acked: set[int] = set()
+        # acknowledged bundles no disk holds any more (fsync off and power cuts, or wiped disks,
+        # on every member): accepting that loss is an operator's call, so the end is not judged
+        self.destroyed: set[int] = set()
+        self.requirement_destroyed = False  # acknowledged by a full-active-active standby holding its copy
         self.acked_at: dict[tuple[str, int], tuple[int, int]] = {}  # (log, position) → (bundle, term)
         self.violations: list[str] = []
         self.faults_seen = Counter[str]()
@@ -158,6 +163,12 @@ class Sim:
         self.world.trace(
             f"{name} restarts ({disk_state}, log {self.disks[name].log_id} at {self.disks[name].position})"
         )
+        on_disk = {b.id for disk in self.disks.values() for b in disk.entries if b is not None}
+        self.destroyed |= {b for b in self.acked if b not in on_disk and b not in self.copies_acked}
+        lease = self.registry.table.current(PLAN, self.registry.now_ms())
+        if lease is not None and lease.required is not None:
+            if not any(covers(LogPosition(d.term, d.position), lease.required) for d in self.disks.values()):
+                self.requirement_destroyed = True  # no disk holds what the lease requires: an operator's call
         self._start(name)
 
     def note_notifier(self, member: Member, epoch: int) -> None:
@@ -316,14 +327,21 @@ class Sim:
         lease = self.registry.table.current(PLAN, self.registry.now_ms())
         required = lease.required if lease is not None else None
         holder = lease.holder if lease is not None and lease.ttl_ms > 0 else None
+        now = self.world.now
         return [
             m
             for m in self.members.values()
-            if m.up and (m.name == holder or (not m.leading and m.caught_up and covers(m.held(), required)))
+            if m.up
+            and (
+                (m.name == holder and m.role.holder.holds(now))  # granted to this process, not a predecessor
+                or (not m.leading and m.caught_up and covers(m.held(), required))
+            )
         ]
 
     def _check_held(self, bundle_id: int) -> None:
         self.checks += 1
+        if bundle_id in self.destroyed:
+            return
         for member in self._may_take_over():
             if not any(b is not None and b.id == bundle_id for b in member.disk.entries):
                 how = " (as a standby's direct copy)" if bundle_id in self.copies_acked else ""
@@ -337,19 +355,26 @@ class Sim:
         if self.acked:
             for member in self._may_take_over():
                 held = {b.id for b in member.disk.entries if b is not None}
-                missing = [b for b in self.acked if b not in held]
+                missing = [b for b in self.acked if b not in held and b not in self.destroyed]
                 if missing:
+                    copies = (
+                        " (acknowledged as a standby's direct copy)"
+                        if set(missing) <= self.copies_acked
+                        else ""
+                    )
                     self._violation(
-                        f"{member.name} could take over without acknowledged bundles {sorted(missing)[:5]}"
+                        f"{member.name} could take over without acknowledged bundles {sorted(missing)[:5]}{copies}"
                     )
         for text in self.tx_sink.violations:
             self._violation(text)
         self.tx_sink.violations.clear()
         self.world.after(0.25, self._sweep)
 
-    def run(self, max_time: float = 60.0) -> list[str]:
+    def run(self, max_time: float | None = None) -> list[str]:
         """Run the schedule; the violations seen (empty: it passed)."""
         world = self.world
+        if max_time is None:
+            max_time = self.last_fault_end + 15.0
         world.run(self.last_fault_end + 0.5)
         for name in self.names:  # the faults are over: every member runs again
             if not self.members[name].up:
@@ -364,15 +389,41 @@ class Sim:
         self._final()
         return self.violations
 
+    @property
+    def judged(self) -> bool:
+        """False when the faults destroyed every copy of an acknowledged record (or of what the
+        lease requires): the end is then an operator's call (`cepheus cluster accept-loss`)."""
+        return not (self.destroyed or self.requirement_destroyed)
+
     def _drained(self) -> bool:
         return all(m.tx.flushed and m.plain.flushed for m in self.members.values())
 
     def _final(self) -> None:
-        if self.violations:
+        if self.violations or self.destroyed or self.requirement_destroyed:
+            return
+        now = self.world.now
+        if not any(m.up and m.leading and m.role.holder.holds(now) for m in self.members.values()):
+            lease = self.registry.table.current(PLAN, self.registry.now_ms())
+            required = lease.required if lease is not None else None
+            why = []
+            for m in self.members.values():
+                if m.live and (m.follow_conn is None or not m.follow_conn.open):
+                    why.append(
+                        f"{m.name} is following a notifier whose host vanished (its connection is dead)"
+                    )
+                elif not m.caught_up and covers(m.held(), required):
+                    why.append(f"{m.name} holds what the lease requires but never followed since it started")
+            self._violation(
+                f"no notifier at the end (the lease requires {required}): {'; '.join(why) or '?'}"
+            )
             return
         if self.clients_done < self.config.clients:
+            lease = self.registry.table.current(PLAN, self.registry.now_ms())
+            required = lease.required if lease is not None else None
+            able = [m.name for m in self.members.values() if covers(m.held(), required)]
             self._violation(
-                f"liveness: {len(self.acked)} of {len(self.bundles)} bundles acknowledged at the end"
+                f"liveness: {len(self.acked)} of {len(self.bundles)} bundles acknowledged at the end; "
+                f"no notifier, the lease requires {required}, which {' and '.join(able) or 'no member'} holds"
             )
             return
         tx = Counter(w.content for w in self.tx_sink.rows)

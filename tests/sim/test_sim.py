@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
+from ha.lease import Holder
+from ha.ports import Lease
 from tests.sim.known import FIXED, OPEN, Path
+from tests.sim.member import Member
 from tests.sim.run import report, run_many
 from tests.sim.scenario import Config, Sim
 
@@ -27,6 +32,51 @@ def test_the_simulator_sees_each_open_path_on_its_schedule(path: Path) -> None:
 def test_every_fixed_path_passes_its_schedule() -> None:
     for path in FIXED:
         assert Sim(path.seed, path.config).run() == [], path.name
+
+
+def _heartbeat_fin_is_death(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before its fix: a member whose heartbeat connection closed in order is gone at once."""
+
+    def probed(self: Member, peer: str) -> None:
+        self.membership.lost(peer)
+        self._nudge()
+
+    monkeypatch.setattr(Member, "_probed", probed)
+
+
+def _restart_keeps_the_old_lease(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before its fix: a restarted member does not give up its predecessor's leases, and an
+    expired answer naming it counts as a grant."""
+    init = Member.__init__
+
+    def started(self: Member, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self.predecessor_gone = True
+
+    asked = Holder.asked
+
+    def expired_counts(self: Holder, sent: float, answer: Lease | None) -> bool:
+        if answer is not None and answer.holder == self.node and answer.ttl_ms <= 0:
+            answer = dataclasses.replace(answer, ttl_ms=1)
+        return asked(self, sent, answer)
+
+    monkeypatch.setattr(Member, "__init__", started)
+    monkeypatch.setattr(Holder, "asked", expired_counts)
+
+
+UNDO: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
+    "a live notifier is deposed by its own heartbeat connection closing (FIN)": _heartbeat_fin_is_death,
+    "a member restarted with a log that lost acknowledged records takes over": _restart_keeps_the_old_lease,
+}
+
+
+@pytest.mark.parametrize("path", FIXED, ids=lambda p: p.name)
+def test_every_fixed_path_fails_its_schedule_with_its_fix_undone(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    UNDO[path.name](monkeypatch)
+    violations = Sim(path.seed, path.config).run()
+    assert any(path.matches(v) for v in violations), violations
 
 
 def test_the_resend_path_is_the_resend_memory_and_nothing_else() -> None:

@@ -39,7 +39,7 @@ def test_the_sql_store_answers_every_request_as_the_rules_do(registry: Registry,
     now = 1_000_000  # the table's clock: it moves only past what a released lease needs
     for step in range(120):
         plan, node = rng.choice(PLANS), rng.choice(NODES)
-        kind = rng.choice(("acquire", "acquire", "renew", "take_over", "release", "current"))
+        kind = rng.choice(("acquire", "acquire", "renew", "take_over", "release", "release_all", "current"))
         if kind == "acquire":
             held = log(rng)
             got, want = sql.acquire(plan, node, TTL, held), table.acquire(plan, node, TTL, now, held)
@@ -57,6 +57,12 @@ def test_the_sql_store_answers_every_request_as_the_rules_do(registry: Registry,
             got_released, want_released = sql.release(plan, node), table.release(plan, node, now)
             assert got_released == want_released, f"step {step}: release {plan} by {node}"
             now += 1  # the released lease has expired by the next request, on both sides
+            continue
+        elif kind == "release_all":
+            assert sql.release_all(node) == table.release_all(node, now), (
+                f"step {step}: release_all by {node}"
+            )
+            now += 1
             continue
         else:
             got, want = sql.current(plan), table.current(plan, now)

@@ -74,3 +74,15 @@ def test_an_answer_naming_another_holder_under_a_newer_epoch_deposes_at_once() -
     assert h.holds(10.5)
     assert not h.asked(10.5, lease("b", 4))  # taken over: the deadline no longer counts
     assert not h.holds(10.6)
+
+
+def test_an_expired_answer_naming_this_node_is_no_grant() -> None:
+    """A restarted process asks while its log lacks what the lease requires: the store refuses
+    and answers with the row as it stands, its predecessor's (this node's name), expired."""
+    h = Holder("a", TIMING)
+    assert not h.asked(10.0, Lease("pizza", "a", 3, 0))
+    assert not h.holds(10.1)
+    h.asked(20.0, lease(epoch=3))
+    assert h.holds(20.1)
+    assert not h.asked(20.25, Lease("pizza", "a", 3, 0))  # the store's clock ran it out early
+    assert not h.holds(20.3)
