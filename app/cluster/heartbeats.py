@@ -30,6 +30,7 @@ from ha.messages import Heartbeat
 log = logging.getLogger(__name__)
 
 PROBE_SECONDS = 0.5  # how long the cluster port of a member whose connection closed may take to answer
+PROBE_RETRY_SECONDS = 0.02
 
 
 class Heartbeats:
@@ -121,21 +122,35 @@ class Heartbeats:
                     )
 
     def _process_gone(self, peer: str) -> bool:
-        """Whether `peer`'s process is gone: its cluster port refuses a connection. An answer,
-        or none in time, is no proof of death."""
+        """Whether `peer`'s process is gone: its cluster port refuses a connection. A process
+        being killed closes its sockets one by one, and its listening socket may still take a
+        connection the process never answers: a probe that connects but gets no handshake is
+        tried again until `PROBE_SECONDS` are over. An answer, or no refusal in time, is no
+        proof of death."""
         address = self.addresses.get(peer)
         if address is None:
             return False
-        try:
-            connection = connect(
-                address, self.settings.me, "probe", self.settings.secret, timeout=PROBE_SECONDS
-            )
-        except PeerRefused:
-            return True
-        except PeerError:
+        deadline = time.monotonic() + PROBE_SECONDS
+        while True:
+            left = max(deadline - time.monotonic(), 0.05)
+            try:
+                connection = connect(
+                    address,
+                    self.settings.me,
+                    "probe",
+                    self.settings.secret,
+                    timeout=left,
+                    handshake_seconds=left,
+                )
+            except PeerRefused:
+                return True
+            except PeerError:
+                if time.monotonic() + PROBE_RETRY_SECONDS >= deadline:
+                    return False
+                time.sleep(PROBE_RETRY_SECONDS)
+                continue
+            connection.close()
             return False
-        connection.close()
-        return False
 
     def _heard(self, peer: str, heartbeat: Heartbeat) -> None:
         self.addresses[peer] = heartbeat.address

@@ -273,8 +273,16 @@ def _proof(secret: bytes, role: str, first: str, second: str, name: str, purpose
     return hmac.new(secret, text, hashlib.sha256).hexdigest()
 
 
-def connect(address: str, me: str, purpose: str, secret: bytes, timeout: float = 2.0) -> Connection:
-    """An authenticated connection to the member at `address` ("host:port") for `purpose`."""
+def connect(
+    address: str,
+    me: str,
+    purpose: str,
+    secret: bytes,
+    timeout: float = 2.0,
+    handshake_seconds: float = HANDSHAKE_SECONDS,
+) -> Connection:
+    """An authenticated connection to the member at `address` ("host:port") for `purpose`:
+    `timeout` to connect, then `handshake_seconds` for the handshake."""
     host, _, port = address.rpartition(":")
     try:
         sock = socket.create_connection((host, int(port)), timeout=timeout)
@@ -286,8 +294,8 @@ def connect(address: str, me: str, purpose: str, secret: bytes, timeout: float =
         raise PeerError(msg) from None
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.settimeout(HANDSHAKE_SECONDS)
-        deadline = time.monotonic() + HANDSHAKE_SECONDS
+        sock.settimeout(handshake_seconds)
+        deadline = time.monotonic() + handshake_seconds
         mine = os.urandom(16).hex()
         probe = Connection(sock, address, purpose)
         probe.send(Hello(me, purpose, mine))

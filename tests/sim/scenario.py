@@ -74,6 +74,9 @@ class Config:
             resend_keep=rng.choice((4096, 4096, 6)),
             adapter_capacity=rng.choice((100_000, 100_000, 30)),
             gate_capacity=rng.choice((1_000_000, 1_000_000, 40)),
+            # now and then members far apart, or a registry slow to answer
+            latency=rng.choice(((0.0005, 0.005),) * 4 + ((0.005, 0.04),)),
+            registry_latency=rng.choice(((0.001, 0.01),) * 4 + ((0.02, 0.15),)),
         )
         for _ in range(rng.randint(0, 3)):
             kind = rng.choice(FAULTS)

@@ -3,6 +3,7 @@ refuses a connection too: a live member closing its own socket is never taken fo
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -88,3 +89,31 @@ def test_a_member_whose_cluster_port_refuses_after_the_close_is_gone_at_once(wat
     assert watcher.served.wait(5)
     assert watcher.left == ["a"]
     assert watcher.membership.lost_connection("a")
+
+
+def test_a_port_that_takes_the_probe_but_never_answers_and_then_refuses_is_a_dying_process() -> None:
+    """A process being killed may close its heartbeat connection before its listening socket:
+    the probe that connects then is answered by no one, and the next one is refused."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    watcher = Heartbeats(
+        settings("b"), Membership("b", TIMEOUTS, ()), {"a": f"127.0.0.1:{port}"}, threading.Event(), print
+    )
+    threading.Timer(0.1, listener.close).start()  # the kernel gets to the listening socket 100 ms later
+    assert watcher._process_gone("a")
+
+
+def test_a_port_that_takes_the_probe_and_stays_silent_is_no_proof_of_death() -> None:
+    """SIGSTOP: the kernel takes the connection, the process answers nothing: not dead (yet)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    try:
+        watcher = Heartbeats(
+            settings("b"),
+            Membership("b", TIMEOUTS, ()),
+            {"a": f"127.0.0.1:{listener.getsockname()[1]}"},
+            threading.Event(),
+            print,
+        )
+        assert not watcher._process_gone("a")
+    finally:
+        listener.close()
