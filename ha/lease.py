@@ -52,6 +52,7 @@ class Holder:
         self.epoch: int | None = None  # of the lease this node holds or held last
         self._deadline: float | None = None  # monotonic seconds: notify before this only
         self._last_sent: float | None = None
+        self._stale_before = float("-inf")  # answers to requests sent before this no longer count
 
     def due(self, now: float, every_s: float | None = None) -> bool:
         """Whether to ask the store now (to take or renew the lease): `every_s` (default: the
@@ -62,19 +63,21 @@ class Holder:
     def asked(self, sent: float, answer: Lease | None) -> bool:
         """Record the store's answer to a request sent at monotonic time `sent`; True when this
         node holds the lease now. An answer for another holder (or none: the request failed)
-        changes nothing but the time of the last try."""
-        self._last_sent = sent
-        if answer is None:
+        changes nothing but the time of the last try. An answer to a request sent before this
+        node stepped down (released the lease, or learnt it was taken over) is ignored: it
+        may arrive after the step-down, granting what the store has since given away."""
+        self._last_sent = max(sent, self._last_sent or sent)
+        if answer is None or sent < self._stale_before:
             return self.holds(sent)
         if answer.holder != self.node:
             if self.epoch is not None and answer.epoch > self.epoch:
-                self.step_down()  # taken over (the store says so): no use waiting for the deadline
+                self.step_down(sent)  # taken over (the store says so): no use waiting for the deadline
             return self.holds(sent)
         if answer.ttl_ms <= 0:
             # the row names this node, but expired: not a grant. The store refused it (a restarted
             # process asking while its log lacks what the lease requires), or its clock says the
             # lease ran out before this node's deadline did: either way, stop now
-            self.step_down()
+            self.step_down(sent)
             return False
         if self.epoch is not None and answer.epoch < self.epoch:
             return self.holds(sent)  # an answer older than one already seen: ignore it
@@ -92,9 +95,12 @@ class Holder:
         """Seconds of notifying left (0 when not holding)."""
         return max(0.0, self._deadline - now) if self._deadline is not None else 0.0
 
-    def step_down(self) -> None:
-        """Stop notifying now (released, or moved to another node on request)."""
+    def step_down(self, now: float | None = None) -> None:
+        """Stop notifying now (released, or moved to another node on request); answers to
+        requests sent before `now` no longer count."""
         self._deadline = None
+        if now is not None:
+            self._stale_before = max(self._stale_before, now)
 
 
 def lease_lookup_interval(renew_s: float, now: float, stream_ended_at: float | None) -> float:

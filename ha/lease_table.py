@@ -13,7 +13,9 @@ The rules:
 - `take_over` grants a lease still held by `dead` under `epoch` at once (epoch + 1), when the
   asker's log covers what it requires: only for a holder whose process is known gone, and
   safe only because the sink's fence refuses the old epoch's late writes.
-- `release` ends its holder's lease now; `release_all` every lease a node holds.
+- `release` ends its holder's lease now; `release_all` every lease a node holds. A released
+  lease expires at the beginning of time (`RELEASED`), not at the store's "now": a store clock
+  stepping back must not bring it back to life.
 Every answer is the lease as it stands afterwards, whoever holds it.
 
 Pure logic. Imports nothing of ours but `ha.ports`.
@@ -24,6 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ha.ports import Lease, LogPosition
+
+RELEASED = 0  # the expiry of a released lease, in ms since the epoch
 
 
 @dataclass
@@ -90,14 +94,14 @@ class LeaseTable:
         row = self._rows.get(plan)
         if row is None or row.holder != node:
             return False
-        row.expires_ms = now_ms
+        row.expires_ms = RELEASED
         return True
 
     def release_all(self, node: str, now_ms: int) -> int:
         ended = 0
         for row in self._rows.values():
             if row.holder == node and row.expires_ms > now_ms:
-                row.expires_ms = now_ms
+                row.expires_ms = RELEASED
                 ended += 1
         return ended
 

@@ -111,7 +111,7 @@ class PlanRole:
     def released(self, now: float) -> None:
         """This node gave the lease up at `now` for the preferred member to take: it does not ask
         for it again for a lease's time unless placement names it again."""
-        self.holder.step_down()
+        self.holder.step_down(now)
         self.lease = None
         self._yielded_at = now
 

@@ -30,6 +30,7 @@ from sqlalchemy import exc as sa_exc
 
 from adapters.output.rdbms.failures import is_lock_conflict
 from app.registry import schema
+from ha.lease_table import RELEASED
 from ha.ports import Lease, LogPosition
 
 if TYPE_CHECKING:
@@ -141,9 +142,7 @@ class RegistryLeases:
         c = schema.leases.c
         with self._statements() as conn:
             ended = conn.execute(
-                sa.update(schema.leases)
-                .where(c.plan == plan, c.holder == node)
-                .values(expires_ms=now_ms(conn.dialect.name))
+                sa.update(schema.leases).where(c.plan == plan, c.holder == node).values(expires_ms=RELEASED)
             )
             return ended.rowcount == 1
 
@@ -152,7 +151,9 @@ class RegistryLeases:
         with self._statements() as conn:
             now = now_ms(conn.dialect.name)
             ended = conn.execute(
-                sa.update(schema.leases).where(c.holder == node, c.expires_ms > now).values(expires_ms=now)
+                sa.update(schema.leases)
+                .where(c.holder == node, c.expires_ms > now)
+                .values(expires_ms=RELEASED)
             )
             return int(ended.rowcount)
 

@@ -87,6 +87,7 @@ class _Settle:
     reply: Reply | None
     rule: Acknowledgements
     bundle: Bundle
+    appended: bool = True  # the bundle is the record at `position` (not a resend taken before)
     asking: bool = False
 
 
@@ -401,7 +402,8 @@ class Member:
     def _sequence(self, bundle: Bundle, reply: Reply | None, relayed: bool = False) -> None:
         at = self.now_ms()
         resent = self.resends.resent(bundle.digest, at)
-        if resent or (relayed and self.resends.relayed_again(bundle.digest, at)):
+        relayed_again = relayed and not resent and self.resends.relayed_again(bundle.digest, at)
+        if resent or relayed_again:
             # taken before: acknowledged once the newest record is settled, as the journal does
             position = self.disk.position
         else:
@@ -413,7 +415,9 @@ class Member:
                     self.net.send(conn, self.name, (Record(position), (self.disk.term, bundle)))
         rule = self.rule
         assert rule is not None
-        self.settles.append(_Settle(position, self.world.now, reply, rule, bundle))
+        self.settles.append(
+            _Settle(position, self.world.now, reply, rule, bundle, appended=not (resent or relayed_again))
+        )
         self._settle_all()
 
     def _append(self, bundle: Bundle | None) -> int:
@@ -510,7 +514,8 @@ class Member:
                 return
             self.gate.release(settle.position)
         if settle.reply is not None:
-            self.sim.note_acked(self, settle.position, settle.bundle)
+            if settle.appended:
+                self.sim.note_acked(self, settle.position, settle.bundle)
             settle.reply(True, "")
 
     def _drop(self, cid: int, why: str) -> None:

@@ -86,3 +86,22 @@ def test_an_expired_answer_naming_this_node_is_no_grant() -> None:
     assert h.holds(20.1)
     assert not h.asked(20.25, Lease("pizza", "a", 3, 0))  # the store's clock ran it out early
     assert not h.holds(20.3)
+
+
+def test_an_answer_to_a_request_sent_before_the_node_stepped_down_grants_nothing() -> None:
+    """A renewal in flight while the node released the lease (a hand-over) is served first and
+    answered last: the store has given the lease away since, so it must not re-arm the node."""
+    h = Holder("a", TIMING)
+    h.asked(10.0, lease(epoch=4))
+    h.step_down(10.3)  # released at 10.3 ...
+    assert not h.asked(10.2, lease(epoch=4))  # ... the renewal sent at 10.2 answers late
+    assert not h.holds(10.4)
+    assert h.asked(10.5, lease(epoch=5))  # a grant asked for afterwards counts
+
+
+def test_an_answer_sent_before_the_one_that_deposed_the_node_is_stale() -> None:
+    h = Holder("a", TIMING)
+    h.asked(10.0, lease(epoch=4))
+    h.asked(10.6, Lease("pizza", "b", 5, 2000))  # taken over: b holds epoch 5
+    assert not h.asked(10.5, lease(epoch=4))  # a's own renewal, sent earlier, answered later
+    assert not h.holds(10.7)
