@@ -44,6 +44,7 @@ class _Member:
     heard: float | None  # when a heartbeat of its own last arrived (None: only heard of)
     learned: float  # when it was first heard of
     lost: bool = False  # its connection closed: dead until it heartbeats again
+    lost_at: float = 0.0  # when that was seen
 
 
 class Membership:
@@ -67,11 +68,12 @@ class Membership:
             if other != self.me and other not in self._members:
                 self._members[other] = _Member(None, now)
 
-    def lost(self, member: str) -> None:
-        """The connection to `member`'s process closed: it is dead now."""
+    def lost(self, member: str, now: float = 0.0) -> None:
+        """The connection to `member`'s process closed, at `now`: it is dead now."""
         found = self._members.get(member)
         if found is not None:
             found.lost = True
+            found.lost_at = now
 
     def gone(self, member: str, now: float) -> bool:
         """Whether `member` was heard from and is dead now (its connection closed, or silent past
@@ -79,9 +81,14 @@ class Membership:
         found = self._members.get(member)
         return found is not None and found.heard is not None and self.state(member, now) is State.DEAD
 
-    def departed(self, now: float) -> list[str]:
-        """The members whose process is known to have died: heard from, and their connection closed."""
-        return [m for m in self._members if self.gone(m, now) and self.lost_connection(m)]
+    def departed(self, now: float) -> dict[str, float]:
+        """The members whose process is known to have died (heard from, and their connection
+        closed), and when that was seen."""
+        return {
+            m: found.lost_at
+            for m, found in self._members.items()
+            if self.gone(m, now) and self.lost_connection(m)
+        }
 
     def lost_connection(self, member: str) -> bool:
         """Whether `member`'s connection closed (and it has not heartbeated since)."""

@@ -67,7 +67,7 @@ class Situation:
 
     now: float
     alive: Collection[str]  # members alive in its view, itself included
-    dead: Collection[str]  # members whose process is known to have died (their connection closed)
+    dead: Mapping[str, float]  # members whose process is known to have died, and since when
     draining: Collection[str]  # members an operator is draining
     pins: Mapping[str, str]  # plan → the member an operator pinned it to
     settled: bool  # it has heard from the others long enough for its view to count
@@ -99,14 +99,22 @@ class PlanRole:
         self.holder = Holder(node, timing)
         self.failback_s = failback_s
         self.lease: Lease | None = None  # the store's last answer, whoever holds it
+        self._lease_since = 0.0  # when this node first saw the lease's current holder and epoch
         self._yielded_at: float | None = None
         self._other_preferred: tuple[str, float] | None = None  # (member, since) while holding
 
     def answered(self, sent: float, lease: Lease | None) -> None:
         """The store answered a request sent at `sent` (None: it did not answer)."""
         if lease is not None:
-            self.lease = lease
+            self.saw(lease, sent)
         self.holder.asked(sent, lease)
+
+    def saw(self, lease: Lease, now: float) -> None:
+        """The store says `lease` (an answer, or a look-up made at `now`)."""
+        known = self.lease
+        if known is None or (known.holder, known.epoch) != (lease.holder, lease.epoch):
+            self._lease_since = now
+        self.lease = lease
 
     def released(self, now: float) -> None:
         """This node gave the lease up at `now` for the preferred member to take: it does not ask
@@ -165,7 +173,10 @@ class PlanRole:
         decision = self.tick(s.now, candidates, caught_up, pinned, others_caught_up=preferred in s.in_sync)
         take_over = None
         if decision.action is Action.ACQUIRE and known is not None and known.holder != self.node:
-            if known.holder in s.dead:
+            # early only from the process that held this lease: a death seen before this node
+            # first saw the lease may be an earlier process's, the lease its successor's
+            died = s.dead.get(known.holder)
+            if died is not None and died >= self._lease_since:
                 take_over = (known.holder, known.epoch)
         return Round(decision, preferred, take_over)
 

@@ -112,7 +112,7 @@ class Heartbeats:
                 last = self._inbound[peer] == 0
             if died and last and not self._stop.is_set():
                 if self._process_gone(peer):
-                    self.membership.lost(peer)
+                    self.membership.lost(peer, time.monotonic())
                     self._left(peer)
                     log.info("cluster member %s left (its connection closed, its cluster port refuses)", peer)
                 else:

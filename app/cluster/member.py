@@ -443,7 +443,7 @@ class Cluster:
                 return None
             plan.looked_up = now
             if lease is not None:
-                plan.role.lease = lease
+                plan.role.saw(lease, now)
         if lease is None or lease.holder == self.me:
             return None
         return self._addresses.get(lease.holder)

@@ -137,6 +137,9 @@ OPEN: tuple[Path, ...] = (
             ],
         ),
     ),
+)
+
+FIXED: tuple[Path, ...] = (
     Path(
         "a member's death is held against its next process: a lease it took after restarting is taken over early",
         r"took the lease over from m\d, whose process is alive and notifying",
@@ -155,9 +158,6 @@ OPEN: tuple[Path, ...] = (
             ],
         ),
     ),
-)
-
-FIXED: tuple[Path, ...] = (
     Path(
         "a live notifier is deposed by its own heartbeat connection closing (FIN)",
         r"took the lease over from m\d, whose process is alive and notifying",

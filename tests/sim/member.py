@@ -316,7 +316,7 @@ class Member:
             if lease is not FAILED:
                 self.looked_up = self.world.now
                 if lease is not None:
-                    self.role.lease = lease
+                    self.role.saw(lease, self.world.now)
             if then is not None:
                 then()
 
@@ -731,7 +731,7 @@ class Member:
     def _probed(self, peer: str) -> None:
         other = self.sim.members.get(peer)
         if other is not None and not other.up and other.orderly and self.inbound.get(peer, 0) <= 0:
-            self.membership.lost(peer)
+            self.membership.lost(peer, self.world.now)
             self._nudge()
 
     # ---- messages ------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import pytest
 
 from ha.lease import Holder
 from ha.ports import Lease
+from ha.roles import PlanRole
 from tests.sim.known import FIXED, OPEN, Path
 from tests.sim.member import Member
 from tests.sim.run import report, run_many
@@ -38,7 +39,7 @@ def _heartbeat_fin_is_death(monkeypatch: pytest.MonkeyPatch) -> None:
     """Before its fix: a member whose heartbeat connection closed in order is gone at once."""
 
     def probed(self: Member, peer: str) -> None:
-        self.membership.lost(peer)
+        self.membership.lost(peer, self.world.now)
         self._nudge()
 
     monkeypatch.setattr(Member, "_probed", probed)
@@ -64,7 +65,20 @@ def _restart_keeps_the_old_lease(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Holder, "asked", expired_counts)
 
 
+def _death_held_against_any_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before its fix: a death seen at any time counts against whatever lease the member holds."""
+    saw = PlanRole.saw
+
+    def seen_at_the_start(self: PlanRole, lease: Lease, now: float) -> None:
+        saw(self, lease, 0.0)
+
+    monkeypatch.setattr(PlanRole, "saw", seen_at_the_start)
+
+
 UNDO: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
+    "a member's death is held against its next process: a lease it took after restarting is taken over early": (
+        _death_held_against_any_process
+    ),
     "a live notifier is deposed by its own heartbeat connection closing (FIN)": _heartbeat_fin_is_death,
     "a member restarted with a log that lost acknowledged records takes over": _restart_keeps_the_old_lease,
 }

@@ -103,7 +103,7 @@ def situation(now: float, alive: list[str], **kw: object) -> Situation:
     base: dict[str, object] = {
         "now": now,
         "alive": alive,
-        "dead": (),
+        "dead": {},
         "draining": (),
         "pins": {},
         "settled": True,
@@ -122,7 +122,7 @@ def test_a_round_takes_the_lease_over_only_from_a_holder_whose_process_died() ->
     assert silent is not None and silent.action is Action.ACQUIRE and silent.take_over is None
     b2 = PlanRole(PLAN, "b", T)
     b2.answered(0.0, granted("a", 4))
-    died = b2.round(situation(0.6, ["b"], dead={"a"}))
+    died = b2.round(situation(0.6, ["b"], dead={"a": 0.5}))
     assert died is not None and died.take_over == ("a", 4)
 
 
@@ -148,3 +148,15 @@ def test_after_the_answer_a_node_takes_over_steps_down_or_starts_a_new_term() ->
     assert a.transition(0.1, notifying, epoch=4) is Transition.NEW_TERM
     assert a.transition(0.1, Decision(Role.STANDBY, Action.RELEASE), epoch=5) is Transition.STEP_DOWN
     assert a.transition(5.0, notifying, epoch=5) is Transition.STEP_DOWN  # its lease ran out
+
+
+def test_a_death_seen_before_the_lease_is_no_ground_to_take_that_lease_over_early() -> None:
+    """A member died (its connection closed, its port refused) and came back while cut off:
+    the lease its new process took is no dead process's; it is taken only once it expires."""
+    b = PlanRole(PLAN, "b", T)
+    b.saw(granted("a", 3), 5.0)  # first seen at 5.0, after a's death was seen at 4.0
+    turn = b.round(situation(5.1, ["b"], dead={"a": 4.0}))
+    assert turn is not None and turn.action is Action.ACQUIRE and turn.take_over is None
+    b.saw(granted("a", 3), 6.0)  # the same lease again: still first seen at 5.0
+    turn = b.round(situation(6.5, ["b"], dead={"a": 6.2}))  # a's process died at 6.2
+    assert turn is not None and turn.take_over == ("a", 3)
