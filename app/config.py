@@ -107,6 +107,10 @@ class Adapters:
     retry_initial_ms: int = 100
     retry_max_ms: int = 10_000
     stop_timeout_seconds: float = 30.0  # how long stopping waits for an adapter to deliver its buffer
+    # a full buffer: "block" stops acknowledging input until there is room again (nothing is
+    # lost), "drop" refuses the outputs that do not fit (counted as overflow)
+    on_full: str = "block"
+    full_wait_ms: int = 2000  # how long a bundle waits for room before its client is refused (retryable)
 
 
 @dataclass(frozen=True)
@@ -134,6 +138,7 @@ class HA:
 
 
 FSYNC_POLICIES = ("always", "interval", "off")
+ON_FULL = ("block", "drop")  # what a full output adapter does (adapters.output.buffered.ON_FULL)
 
 
 @dataclass(frozen=True)
@@ -393,6 +398,13 @@ def _validate(cfg: Config) -> None:
         raise ConfigError(msg)
     if cfg.thrift.tls_min_version not in ("TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3"):
         msg = "thrift.tls_min_version must be TLSv1, TLSv1.1, TLSv1.2 or TLSv1.3"
+        raise ConfigError(msg)
+    a = cfg.adapters
+    if a.on_full not in ON_FULL:
+        msg = f"adapters.on_full must be one of {', '.join(ON_FULL)}, got {a.on_full!r}"
+        raise ConfigError(msg)
+    if a.full_wait_ms < 0:
+        msg = f"adapters.full_wait_ms must be 0 or positive, got {a.full_wait_ms}"
         raise ConfigError(msg)
     p = cfg.persistence
     if p.keep_snapshots < 1:

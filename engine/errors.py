@@ -8,6 +8,7 @@ CEPError
 ├─ ProcessingError (query name)
 ├─ StateError (a snapshot that cannot be restored)
 ├─ AdapterError, FormatError, ConfigError
+├─ Busy (retry_after): not taken now, nothing of it kept; the sender tries again later
 └─ HAError
     └─ NotLeader
 ```
@@ -103,6 +104,16 @@ class FormatError(CEPError):
 
 class ConfigError(CEPError):
     """The configuration is invalid; the message names the key."""
+
+
+class Busy(CEPError):
+    """The events (or the request) were not taken and nothing of them was kept: the receiver
+    refuses them as retryable (HTTP 503 with `Retry-After`, a Thrift error the publisher
+    retries), and the sender tries again after `retry_after` seconds."""
+
+    def __init__(self, message: str, retry_after: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class HAError(CEPError):

@@ -6,12 +6,15 @@ against the registry's users) and gives the reply for a refused one, `enabled` s
 the receiver still takes events. A body nesting deeper than `max_json_depth` is refused
 before it is parsed. The whole request is checked before any event is accepted (all or
 nothing); the reply is `{"accepted": n}`, or an error object with a message naming the event
-and attribute. Event formats: `adapters.http.events`.
+and attribute. Events the node cannot take now (`engine.errors.Busy`: an output adapter they
+feed is full) get 503 with `Retry-After`; none of them was taken. Event formats:
+`adapters.http.events`.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +24,7 @@ from flask import Blueprint, Response, request
 from adapters.http.events import EventFormatError, Row, StreamShape, rows_from_json
 from adapters.http.json_body import JsonBodyError, load_json
 from adapters.http.replies import json_error
+from engine.errors import Busy
 
 
 def wall_ms() -> int:
@@ -73,6 +77,8 @@ def events_blueprint(
             accepted = publish_json(streams, stream_id, body)
         except (EventFormatError, LookupError) as exc:
             return json_error(400, str(exc))
+        except Busy as exc:  # not taken, nothing kept: the client sends the same events again
+            return json_error(503, str(exc), {"Retry-After": str(max(1, math.ceil(exc.retry_after)))})
         return Response(json.dumps({"accepted": accepted}), mimetype="application/json")
 
     return bp

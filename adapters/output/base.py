@@ -258,8 +258,9 @@ class OutputAdapter(Protocol):
     ) -> int:
         """Enqueue `records` in order and return how many were accepted; never blocks on the target.
 
-        Records beyond the buffer's free space are refused, counted in `stats.overflow` and
-        logged (rate-limited). A record of the wrong shape refuses the whole call with
+        With `on_full = "block"` (the default) every record is taken (the caller keeps the bound
+        with `room`); with `"drop"`, records beyond the buffer's free space are refused, counted
+        in `stats.overflow` and logged (rate-limited). A record of the wrong shape refuses the whole call with
         `RecordError`; publishing after `stop` raises `AdapterStopped`.
 
         `fence` — the HA hook: when given, every write that includes these records first
@@ -280,6 +281,16 @@ class OutputAdapter(Protocol):
         counted in `stats.skipped`; so a replay after a restart, or a retried commit, never
         writes a record with an origin twice. The others ignore origins and deliver the
         records again (at-least-once). Records without an origin are always delivered.
+        """
+        ...
+
+    def room(self, timeout: float) -> bool:
+        """Wait up to `timeout` s until the buffer is below its bound; whether it is.
+
+        The node asks before it takes a bundle whose outputs may come here (backpressure): with
+        `on_full = "block"` `publish` takes every record, and this is what keeps the buffer
+        bounded; an adapter that drops what does not fit (`on_full = "drop"`) or holds nothing
+        answers True at once.
         """
         ...
 

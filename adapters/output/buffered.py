@@ -4,8 +4,13 @@ A subclass says how to write one batch (`_write`) and, optionally, how to connec
 (`_open`), check records at publish time (`_check`) and clean up (`_close`). This module
 owns the rest:
 
-* a bounded FIFO buffer; `publish` appends what fits and refuses the rest (counted as
-  overflow, logged at most every `overflow_log_seconds`);
+* a bounded FIFO buffer. With `on_full = "block"` (the default) `publish` takes every record and
+  the bound is kept by the caller: `room(timeout)` waits until the buffer is below
+  `buffer_events`, and the node asks it before it takes a bundle from a client (backpressure: a
+  full adapter stops acknowledgements, it never loses what was acknowledged); the buffer exceeds
+  the bound by at most what the bundles admitted meanwhile produce. With `on_full = "drop"`
+  `publish` appends what fits and refuses the rest (counted as overflow, logged at most every
+  `overflow_log_seconds`), and `room` never waits: for operators who prefer loss to delay;
 * one writer thread taking batches of up to `batch_events` records (records published
   with different fences never share a batch); a record leaves the buffer only once its
   batch is resolved, so the bound covers everything not yet written;
@@ -51,6 +56,7 @@ from formatters.config import Settings
 log = logging.getLogger(__name__)
 
 MAX_LINGER_MS = 1000.0  # a linger is a wait for a fuller batch, not a flush interval
+ON_FULL = ("block", "drop")  # what a full buffer does: push back on the input, or refuse records
 _Span = tuple["Origin | None", int, int]  # a published run: (first origin or None, its first seq, count)
 _Item = tuple[int, Any, "Fence | None", _Span]  # (sequence number, record, fence, the record's run)
 _RECORD = itemgetter(1)
@@ -78,6 +84,7 @@ class Buffering:
     retry_initial_ms: int = 100
     retry_max_ms: int = 10_000
     overflow_log_seconds: float = 10.0
+    on_full: str = "block"
 
     @classmethod
     def read(cls, settings: Settings) -> Buffering:
@@ -89,6 +96,7 @@ class Buffering:
             retry_initial_ms=settings.integer("retry_initial_ms", d.retry_initial_ms, minimum=1),
             retry_max_ms=settings.integer("retry_max_ms", d.retry_max_ms, minimum=1),
             overflow_log_seconds=settings.number("overflow_log_seconds", d.overflow_log_seconds, minimum=0),
+            on_full=settings.string("on_full", d.on_full, choices=ON_FULL),
         )
         if value.linger_ms > MAX_LINGER_MS:
             settings.fail("linger_ms", f"must be at most {MAX_LINGER_MS}, got {value.linger_ms:g}")
@@ -143,6 +151,7 @@ class BufferedAdapter:
         self._stopped: bool | None = None  # the result of stop(), once stopped
         self._abort = threading.Event()
         self._opened = False
+        self._blocks = buffering.on_full == "block"
         self._overflow_log = Throttle(buffering.overflow_log_seconds)
         self._failure_log = Throttle(10.0)
         self._reject_log = Throttle(10.0)
@@ -202,7 +211,11 @@ class BufferedAdapter:
                 msg = f"adapter {self.name} has been stopped; records can no longer be published"
                 raise AdapterStopped(msg)
             before = len(self._buffer)
-            accepted = min(len(records), self.buffering.buffer_events - before)
+            accepted = (
+                len(records)
+                if self._blocks
+                else max(0, min(len(records), self.buffering.buffer_events - before))
+            )
             seq, at = self._seq, 0
             for origin, count in runs:  # one run per input-log record: the records go in C-level loops
                 take = min(count, accepted - at)
@@ -243,6 +256,22 @@ class BufferedAdapter:
                     held,
                 )
         return accepted
+
+    def room(self, timeout: float) -> bool:
+        """Wait up to `timeout` s until the buffer holds fewer than `buffer_events` records;
+        whether it does. Never waits with `on_full = "drop"` (what does not fit is refused
+        there) nor once the adapter is stopping (its successor takes the records)."""
+        if not self._blocks:
+            return True
+        deadline = time.monotonic() + timeout
+        limit = self.buffering.buffer_events
+        with self._cond:
+            while len(self._buffer) >= limit and not self._closing:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+            return True
 
     def flush(self, timeout: float | None = None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout

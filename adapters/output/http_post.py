@@ -12,7 +12,8 @@ Config:
     timeout_s = 10                   per request
     verify_tls = true                check the server certificate (https)
     proxy = "http://proxy:3128"      optional; the environment's proxy settings are ignored
-    buffer_events, batch_events, retry_initial_ms, retry_max_ms, overflow_log_seconds
+    buffer_events, batch_events, retry_initial_ms, retry_max_ms, overflow_log_seconds,
+    on_full ("block": a full buffer pushes back on the input; "drop": refuses records)
 
 A 2xx answer delivers the batch. Connection errors, timeouts, 408, 425, 429 and 5xx are
 outages: the batch is retried with backoff while records wait in the bounded buffer.

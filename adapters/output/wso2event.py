@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,6 +23,7 @@ from adapters.output.base import (
     RecordError,
     check_origins,
 )
+from adapters.output.buffered import ON_FULL
 from adapters.thrift.definitions import WireStreamDefinition
 from adapters.thrift.events import WireEvent
 from adapters.thrift.forwarder import ForwarderSettings, Wso2EventForwarder
@@ -47,6 +49,7 @@ class Wso2EventAdapter:
             "retry_max_ms": settings.integer("retry_max_ms", 10_000),
             "ca_file": settings.string("ca_file", "") or None,
             "insecure": not settings.boolean("verify_tls", True),
+            "block": settings.string("on_full", "block", choices=ON_FULL) == "block",
         }
         if options["insecure"]:
             log.warning(
@@ -125,6 +128,13 @@ class Wso2EventAdapter:
             forwarder.publish(events)
         self._published += len(records)
         return len(records)
+
+    def room(self, timeout: float) -> bool:
+        """Wait up to `timeout` s until every forwarder's buffer is below `buffer_events`."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            forwarders = list(self._forwarders.values())
+        return all(f.room(deadline - time.monotonic()) for f in forwarders)
 
     def flush(self, timeout: float | None = None) -> bool:
         return all(f.flush(timeout if timeout is not None else 3600.0) for f in self._forwarders.values())

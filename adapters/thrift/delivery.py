@@ -4,7 +4,9 @@ Owns a bounded buffer and one sender thread per group. Events leave the buffer o
 receiver acknowledged their bundle (or rejected it with `ue`, which no retry can fix). A
 receiver that fails is left alone for a back-off that doubles up to a maximum, while the
 others of the group take the load (round robin) or the next takes over (fail-over). When
-the buffer is full, new events are dropped, counted and logged: never silently. The
+the buffer is full, new events are dropped, counted and logged: never silently; or, for a
+sender that `block`s, taken all the same, its caller keeping the bound by asking `room` first
+(the node's wso2event adapter: backpressure on the node's input instead of loss). The
 forwarder drives one per group, and so does the client publisher (`publisher`), which hears of
 every acknowledged or rejected stretch of the buffer through `on_done`.
 """
@@ -72,8 +74,9 @@ class GroupSender:
         retry_max: float,
         kind: str = "forwarder",
         on_done: Callable[[int, bool], None] | None = None,
+        block: bool = False,
     ) -> None:
-        """`kind` starts the log lines; `on_done(n, delivered)` hears, in buffer order and on
+        """`block`: `offer` takes every event (the caller waits for `room` first); `kind` starts the log lines; `on_done(n, delivered)` hears, in buffer order and on
         the sender's thread, that the oldest `n` buffered events were acknowledged (or rejected)."""
         self.name = name
         self.kind = kind
@@ -82,6 +85,7 @@ class GroupSender:
         self._receivers = [_Receiver(e) for e in group.endpoints]
         self._open_client = open_client
         self._capacity = capacity
+        self._block = block
         self._bundle_size = bundle_size
         self._retry_initial, self._retry_max = retry_initial, retry_max
         self._buffer: deque[WireEvent] = deque()
@@ -100,7 +104,7 @@ class GroupSender:
         """Buffer what fits of `events` (the first ones); count the rest as dropped. Returns how
         many were buffered."""
         with self._cond:
-            room = self._capacity - len(self._buffer)
+            room = len(events) if self._block else self._capacity - len(self._buffer)
             self._buffer.extend(events if len(events) <= room else events[: max(room, 0)])
             self._cond.notify()
             lost = len(events) - max(room, 0)
@@ -117,6 +121,16 @@ class GroupSender:
                         counted(self.dropped, "event"),
                     )
             return len(events) - max(lost, 0)
+
+    def room(self, timeout: float) -> bool:
+        """Wait up to `timeout` s until the buffer holds fewer than its capacity; whether it does
+        (always at once for a sender that drops what does not fit, or one stopping)."""
+        if not self._block:
+            return True
+        with self._cond:
+            return self._cond.wait_for(
+                lambda: len(self._buffer) < self._capacity or self._stopping, max(0.0, timeout)
+            )
 
     def receivers(self) -> tuple[ReceiverState, ...]:
         """The receivers of the group, in URL order (a snapshot; they change as it sends)."""

@@ -55,6 +55,7 @@ class ForwarderSettings:
     ca_file: str | None = None  # trust these certificates instead of the system's CAs
     insecure: bool = False  # do not verify the receivers' TLS certificates
     timeout_seconds: float = 30.0
+    block: bool = False  # a full buffer takes events all the same; the caller asks `room` first
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, str], **options: Any) -> ForwarderSettings:
@@ -114,6 +115,7 @@ class Wso2EventForwarder:
                 retry_max=settings.retry_max_ms / 1000,
                 kind=kind,
                 on_done=None if on_done is None else _for_group(on_done, i),
+                block=settings.block,
             )
             for i, group in enumerate(groups.groups)
         ]
@@ -141,6 +143,11 @@ class Wso2EventForwarder:
         if any(e[0] != sid for e in events):
             events = [e if e[0] == sid else e._replace(stream_id=sid) for e in events]
         return [sender.offer(events) for sender in self.senders]
+
+    def room(self, timeout: float) -> bool:
+        """Wait up to `timeout` s until every group's buffer is below its capacity; whether it is."""
+        deadline = time.monotonic() + timeout
+        return all(sender.room(deadline - time.monotonic()) for sender in self.senders)
 
     def flush(self, timeout: float) -> bool:
         """Wait until every queued event was delivered (or rejected); False on timeout."""

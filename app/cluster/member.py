@@ -85,6 +85,7 @@ class Cluster:
         install: Callable[[str, bytes], object],
         flush: Callable[[float], bool],
         fenced: Callable[[], int],
+        admit: Callable[[str, int], None] = lambda plan, events: None,
     ) -> None:
         self.settings = settings
         self.me = settings.me
@@ -107,7 +108,7 @@ class Cluster:
         self._started = 0.0
         self._predecessor_released = False
         self._heartbeats = Heartbeats(settings, self.membership, self._addresses, self._stop, self._left)
-        self._relays = Relays(settings, self._leading, self._notifier_of, self._notifying)
+        self._relays = Relays(settings, self._leading, self._notifier_of, self._notifying, admit)
         self.server = PeerServer(settings.host, settings.port, self.me, settings.secret, self._serve)
 
     # ---- lifecycle ---------------------------------------------------------------------------

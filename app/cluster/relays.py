@@ -48,11 +48,15 @@ class Relays:
         leading: Callable[[str], bool | None],
         notifier_address: Callable[[str], str | None],
         notifying: Callable[[str], tuple[PlanJournal, RelayedBundles] | None],
+        admit: Callable[[str, int], None] = lambda plan, events: None,
     ) -> None:
+        """`admit(plan, events)`: waits for room in what the plan's outputs feed, or raises
+        `Busy` (the notifier's backpressure on relayed bundles, as on its own clients')."""
         self.settings = settings
         self._leading = leading
         self._notifier_address = notifier_address
         self._notifying = notifying
+        self._admit = admit
         self._connections: dict[str, Connection] = {}
         self._lock = threading.Lock()
         self._incarnation = uuid.uuid4().hex[:12]  # this process: relay ids never repeat across restarts
@@ -126,6 +130,7 @@ class Relays:
                 if not isinstance(record, Events):
                     msg = "a relayed record must be events"
                     raise CEPError(msg)
+                self._admit(message.plan, len(record.rows))
                 try:
                     position = journal.send(record.stream, record.rows, record.timestamps, forward=False)
                 except BundleFailed as exc:  # taken (and failed as a replay will): not to be sent again

@@ -3,8 +3,10 @@ operation on a running node refuses.
 
 ```
 CEPError (engine.errors)
-└─ NodeError: the node cannot start or run as configured; the message says what to change
-   └─ UnknownPlan (name): no plan of that name is deployed on this node
+├─ NodeError: the node cannot start or run as configured; the message says what to change
+│  └─ UnknownPlan (name): no plan of that name is deployed on this node
+└─ Busy (engine.errors)
+   └─ OutputsFull (adapter, stream_id): an output adapter the events feed is full; try again
 ```
 
 The refusal of an on-demand query (`OnDemandRefused`) is the console's: the node raises it
@@ -13,7 +15,7 @@ through the service it fills in (`app.console.errors`). Imports only `engine.err
 
 from __future__ import annotations
 
-from engine.errors import CEPError
+from engine.errors import Busy, CEPError
 
 
 class NodeError(CEPError):
@@ -28,3 +30,17 @@ class UnknownPlan(NodeError):
         self.name = name
         msg = f"plan {name!r} is not deployed on this node (see /health/details for those that are)"
         super().__init__(msg)
+
+
+class OutputsFull(Busy):
+    """An output adapter the events would feed holds as much as it may (its target is slow or
+    down): the events were not taken; the client sends them again later."""
+
+    def __init__(self, adapter: str, stream_id: str, waited: float) -> None:
+        self.adapter = adapter
+        self.stream_id = stream_id
+        super().__init__(
+            f"output adapter {adapter!r} is full (its target is slow or down); the events of "
+            f"{stream_id} were not taken after waiting {waited:g} s: send them again later",
+            retry_after=1.0,
+        )

@@ -11,6 +11,13 @@ error), `InputLogError` propagates and the receiver does not acknowledge the bun
 of a redundant plan relays the events to the plan's notifier and returns once it took them;
 with no notifier to take them, `NotLeading` refuses the bundle the same way.
 
+Backpressure: before any plan takes a bundle from a receiver, `room` (the output adapters')
+is asked to wait, at most `full_wait` seconds, until every adapter the bundle's plans feed,
+directly or through plans importing their exports, is below its bound; when one is still
+full, `OutputsFull` refuses the bundle (retryable: the receiver does not acknowledge it and
+its client sends it again). Admitted bundles' outputs are always taken, so an adapter that
+blocks never loses what a client saw acknowledged.
+
 The counts (`stats`): events received per stream, and per plan how long the bundles from
 receivers took in its send (a `LatencyHistogram`); one acquisition of the statistics lock per
 bundle covers them all. A plan fed by another plan's export is timed inside that plan's send.
@@ -27,6 +34,7 @@ from typing import Any, Protocol
 
 from adapters.thrift import Column, WireEvent, WireEvents
 from adapters.wording import counted
+from app.node.errors import OutputsFull
 from app.node.latency import Latency, LatencyHistogram
 from app.node.tracer import Tracer
 from app.persistence.errors import InputLogError
@@ -52,6 +60,7 @@ class Binding:
     runtime: PlanInput
     stream: str  # the stream's name inside the plan
     journal: PlanJournal | None = None  # the plan's input log and clock, in persistence mode
+    exports: tuple[str, ...] = ()  # the registered streams the plan exports
 
 
 @dataclass
@@ -60,11 +69,27 @@ class IngressStats:
     unrouted: dict[str, int] = field(default_factory=dict)  # of streams no deployed plan imports
     failed: int = 0  # events whose plan raised while processing them
     latency: dict[str, Latency] = field(default_factory=dict)  # per plan: bundles from receivers
+    pushed_back: int = 0  # events refused because an output adapter they feed was full
+
+
+class Room(Protocol):
+    """Waits up to `timeout` s until every output adapter fed by `streams` has room; None when
+    they all do, else the name of one still full."""
+
+    def __call__(self, streams: frozenset[str], timeout: float, /) -> str | None: ...
 
 
 class Ingress:
-    def __init__(self, now: Callable[[], int] = wall_ms) -> None:
+    def __init__(
+        self, now: Callable[[], int] = wall_ms, room: Room | None = None, full_wait: float = 2.0
+    ) -> None:
+        """`room`: the output adapters' (None: nothing pushes back); `full_wait`: how long a
+        bundle waits for it before it is refused."""
         self._routes: Mapping[str, tuple[Binding, ...]] = {}
+        # the routes and, per received stream or plan, the exports downstream (swapped together)
+        self._reach: tuple[Mapping[str, tuple[Binding, ...]], dict[object, frozenset[str]]] = ({}, {})
+        self._room = room
+        self._full_wait = full_wait
         self._now = now
         self._stats_lock = threading.Lock()
         self._stats = IngressStats()
@@ -73,9 +98,46 @@ class Ingress:
 
     def set_routes(self, routes: Mapping[str, tuple[Binding, ...]]) -> None:
         self._routes = dict(routes)
+        self._reach = (self._routes, {})
 
     def routes(self) -> Mapping[str, tuple[Binding, ...]]:
         return self._routes
+
+    def _downstream(self, streams: tuple[str, ...], key: object, included: bool = True) -> frozenset[str]:
+        """The streams exported by the plans importing `streams` and, in turn, by the plans
+        importing those (and `streams` themselves when `included`): the outputs a bundle can
+        reach, cached under `key` until the routes change."""
+        routes, cache = self._reach
+        reach = cache.get(key)
+        if reach is None:
+            found, todo = set(streams if included else ()), list(streams)
+            while todo:
+                for binding in routes.get(todo.pop(), ()):
+                    fresh = [s for s in binding.exports if s not in found]
+                    found.update(fresh)
+                    todo.extend(fresh)
+            reach = cache[key] = frozenset(found)
+        return reach
+
+    def _admit(self, streams: frozenset[str], received: str, events: int) -> None:
+        """Wait for room in the outputs of `streams`; `OutputsFull` when there is none."""
+        if self._room is None or not streams:
+            return
+        full = self._room(streams, self._full_wait)
+        if full is not None:
+            with self._stats_lock:
+                self._stats.pushed_back += events
+            raise OutputsFull(full, received, self._full_wait)
+
+    def admit_plan(self, plan: str, events: int) -> None:
+        """Wait for room in what plan `plan` feeds (a bundle a standby relayed to it);
+        `OutputsFull` when there is none."""
+        routes, cache = self._reach
+        reach = cache.get(("plan", plan))
+        if reach is None:
+            exports = next((b.exports for bs in routes.values() for b in bs if b.plan == plan), ())
+            reach = self._downstream(exports, ("plan", plan))
+        self._admit(reach, plan, events)
 
     def publish_wire(self, events: Sequence[WireEvent]) -> None:
         """One Thrift bundle: meta, correlation and payload values flatten into plan rows."""
@@ -156,7 +218,7 @@ class Ingress:
         with self._stats_lock:
             s = self._stats
             latency = {plan: h.copy() for plan, h in self._latency.items()}
-            return IngressStats(dict(s.received), dict(s.unrouted), s.failed, latency)
+            return IngressStats(dict(s.received), dict(s.unrouted), s.failed, latency, s.pushed_back)
 
     def _tally(
         self,
@@ -193,6 +255,7 @@ class Ingress:
         received on, counted with the time each plan took; None (forwarded by a plan, or a
         redeployed plan's retry): untimed, and the statistics lock is taken only on a failure."""
         if received is not None:
+            self._admit(self._downstream((received,), received, False), received, len(rows))
             self.tracer.record(received, rows, timestamps)
         logged: list[tuple[PlanJournal, int]] = []
         refused: InputLogError | NotLeading | None = None

@@ -93,8 +93,9 @@ class Node:
         self._admin_password = admin_password
         self.registry = Registry(config.registry.url)
         self.catalog = StreamCatalog(self.registry)
-        self.ingress = Ingress()
         self.outputs = OutputHub(config.adapters, stop_timeout=config.adapters.stop_timeout_seconds)
+        # a bundle waits for room in the adapters its plans feed, then is refused (backpressure)
+        self.ingress = Ingress(room=self.outputs.room, full_wait=config.adapters.full_wait_ms / 1000)
         self.journals: Journals | None = None
         persistence = config.persistence
         self.cluster = self._cluster(config) if config.cluster.wka else None
@@ -162,6 +163,7 @@ class Node:
             emit=self.outputs.emit,
             install=self._install_notifiers_state,
             flush=self.outputs.flush,
+            admit=self.ingress.admit_plan,
             # records that may not reach the sink: refused by a fence, or dropped from a full buffer
             fenced=lambda: sum(s.fenced + s.overflow + s.abandoned for s in self.outputs.stats().values()),
         )

@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,12 +48,12 @@ def origin_source(plan: str, stream_id: str, formatter: str) -> str:
     )
 
 
-_BATCHED = ("buffer_events", "batch_events", "linger_ms", "retry_initial_ms", "retry_max_ms")
+_BATCHED = ("buffer_events", "batch_events", "linger_ms", "retry_initial_ms", "retry_max_ms", "on_full")
 _BUFFERED = {
     "rdbms": _BATCHED,
     "mysql": _BATCHED,
     "http": _BATCHED,
-    "wso2event": ("buffer_events", "retry_initial_ms", "retry_max_ms"),
+    "wso2event": ("buffer_events", "retry_initial_ms", "retry_max_ms", "on_full"),
 }
 
 
@@ -224,6 +225,22 @@ class OutputHub:
             )
 
     # ---- events --------------------------------------------------------------------------
+
+    def room(self, streams: frozenset[str], timeout: float) -> str | None:
+        """Wait up to `timeout` s until every adapter fed by `streams` is below its bound (see
+        `OutputAdapter.room`); None when they all are, else the name of one still full."""
+        deadline = time.monotonic() + timeout
+        routes = self._routes
+        asked: set[int] = set()
+        for stream_id in streams:
+            for route in routes.get(stream_id, ()):
+                adapter = route.adapter
+                if id(adapter) in asked:
+                    continue
+                asked.add(id(adapter))
+                if not adapter.room(max(0.0, deadline - time.monotonic())):
+                    return adapter.name
+        return None
 
     def has_routes(self, stream_id: str) -> bool:
         return stream_id in self._routes

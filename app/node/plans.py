@@ -430,13 +430,18 @@ class PlanManager:
     def _routes(self, deployed: dict[str, Deployed]) -> dict[str, tuple[Binding, ...]]:
         routes: dict[str, list[Binding]] = {}
         for name, d in deployed.items():
+            exported = tuple(b.stream_id for b in d.exports)
             for b in d.imports:
                 routes.setdefault(b.stream_id, []).append(
-                    Binding(b.stream_id, name, d.runtime, b.stream, d.journal)
+                    Binding(b.stream_id, name, d.runtime, b.stream, d.journal, exported)
                 )
         for name, sp in self._spark_plans.items():
             for b in sp.imports:
-                routes.setdefault(b.stream_id, []).append(Binding(b.stream_id, name, sp.input, b.stream))
+                routes.setdefault(b.stream_id, []).append(
+                    Binding(
+                        b.stream_id, name, sp.input, b.stream, exports=tuple(e.stream_id for e in sp.exports)
+                    )
+                )
         return {sid: tuple(bs) for sid, bs in routes.items()}
 
     def replace_state(self, name: str, blob: bytes) -> engine.RestoreReport:

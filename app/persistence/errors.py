@@ -4,7 +4,8 @@
 CEPError (engine.errors)
 └─ InputLogError: the input log cannot do what was asked (closed, a position truncated, ...)
    ├─ InputLogCorrupt (path, offset): a record that is not a torn tail failed its check
-   ├─ InputLogFull (plan, limit): appending would take a plan's log over its byte limit
+   ├─ InputLogFull (plan, limit): appending would take a plan's log over its byte limit (also
+   │  `Busy`: the bundle is refused as retryable)
    ├─ RecordError (records): a payload that passed its CRC but does not decode
    └─ SegmentDamaged (segments; offset, why): a record `segments.read` could not take
 ```
@@ -16,7 +17,7 @@ and `SnapshotTooLarge` (`HAError`, which their callers catch). Imports only `eng
 
 from __future__ import annotations
 
-from engine.errors import CEPError
+from engine.errors import Busy, CEPError
 
 
 class InputLogError(CEPError):
@@ -36,7 +37,7 @@ class InputLogCorrupt(InputLogError):
         )
 
 
-class InputLogFull(InputLogError):
+class InputLogFull(InputLogError, Busy):
     """Appending would take a plan's log over its byte limit; the caller refuses the bundle."""
 
     def __init__(self, plan: str, size: int, limit: int) -> None:

@@ -36,7 +36,7 @@ from adapters.throttle import Throttle
 from app.persistence.input_log import Events, InputLog, Tick
 from app.persistence.records import Column, decode, encode, stamped
 from engine import Runtime
-from engine.errors import CEPError
+from engine.errors import Busy, CEPError
 from ha.ports import LogPosition
 from ha.resends import DirectCopies, Resends, digest
 
@@ -77,8 +77,10 @@ class Replicas(Protocol):
 Relay = Callable[[str, list[tuple[Any, ...]], list[int]], None]
 
 
-class NotLeading(CEPError):
-    """A record came from a sequencer this journal does not follow, or out of order."""
+class NotLeading(Busy):
+    """No notifier took the bundle (this member does not lead the plan and could not relay it),
+    or a record came from a sequencer this journal does not follow, or out of order: nothing
+    was taken; a client sends the bundle again."""
 
 
 class BundleFailed(CEPError):

@@ -38,7 +38,10 @@ EVERY = 0.02  # seconds between two samples of one series
 
 
 class Rig:
-    def __init__(self, tmp: Path, registry: str, sink: str, mode: str = "failover") -> None:
+    def __init__(
+        self, tmp: Path, registry: str, sink: str, mode: str = "failover", buffer_events: int = 0
+    ) -> None:
+        """`buffer_events`: the sink adapter's (0: the node's default)."""
         self.mode = mode  # the plan's ha_mode, and how the client sends
         self.registry = registry
         self.sink = sink
@@ -53,7 +56,13 @@ class Rig:
         ]
         self.pair.advertise([p.address for p in self.cluster_proxies])
         (tmp / "doc").mkdir()
-        provision(self.pair.nodes[0], tmp / "doc", proxied(sink, self.sink_proxy), redundant=mode)
+        provision(
+            self.pair.nodes[0],
+            tmp / "doc",
+            proxied(sink, self.sink_proxy),
+            redundant=mode,
+            buffer_events=buffer_events,
+        )
         self.proxies = [*self.registry_proxies, self.sink_proxy, *self.cluster_proxies]
         self.feeder: ClusterFeeder | None = None
         self.watch: Watch | None = None

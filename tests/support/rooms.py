@@ -159,10 +159,15 @@ class Feeder:
         self.client.close()
 
 
-def provision(node: NodeProcess, tmp: Path, sink: str, *, redundant: str | None = None) -> None:
+def provision(
+    node: NodeProcess, tmp: Path, sink: str, *, redundant: str | None = None, buffer_events: int = 0
+) -> None:
     """The plan, its streams and its sink in the registry of `node` (`redundant`: on every member
-    of a cluster, one notifying, in that `ha_mode`)."""
+    of a cluster, one notifying, in that `ha_mode`; `buffer_events`: the sink adapter's, when not
+    the node's default)."""
     document = DOCUMENT.replace("SINK", sink)
+    if buffer_events:
+        document = document.replace("batch_events = 7", f"batch_events = 7\nbuffer_events = {buffer_events}")
     if redundant:
         document = document.replace(
             'file = "rooms.siddhi"',

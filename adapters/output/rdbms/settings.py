@@ -10,7 +10,8 @@ Keys (see docs/adapters.md):
         optional; when given, records may only carry these columns; required by create_table
     create_table = false          create the table (primary key = key_columns) when missing
     timeout_s = 10                connect (and MySQL read/write) timeout
-    buffer_events, batch_events, retry_initial_ms, retry_max_ms, overflow_log_seconds
+    buffer_events, batch_events, retry_initial_ms, retry_max_ms, overflow_log_seconds,
+    on_full ("block": a full buffer pushes back on the input; "drop": refuses records)
 
 Imports `formatters.config` and sibling modules only.
 """

@@ -138,7 +138,9 @@ def socket_probe(port: int) -> None:
 
 
 @pytest.mark.timeout(120)
-def test_a_tiny_buffer_overflows_and_counts_it(net_db: Database, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_tiny_buffer_that_drops_overflows_and_counts_it(
+    net_db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
     table = net_db.table_name("overflow")
     target = sa.make_url(net_db.url)
     proxy = TcpProxy(target.host or "127.0.0.1", target.port or 0)  # not listening yet: the database is down
@@ -150,6 +152,7 @@ def test_a_tiny_buffer_overflows_and_counts_it(net_db: Database, caplog: pytest.
             "create_table": True,
             "columns": COLUMNS,
             "buffer_events": 5,
+            "on_full": "drop",
         }
         out = build_adapter("rdbms", "tiny", {**config, **FAST_RETRY}, {"db": proxied(net_db.url, proxy)})
         net_db.adapters.append(out)
@@ -179,7 +182,14 @@ def test_sqlite_outage_overflow_and_recovery(tmp_path: Path, caplog: pytest.LogC
     out = build_adapter(
         "rdbms",
         "lite",
-        {**config, "create_table": True, "columns": COLUMNS, "buffer_events": 3, **FAST_RETRY},
+        {
+            **config,
+            "create_table": True,
+            "columns": COLUMNS,
+            "buffer_events": 3,
+            "on_full": "drop",
+            **FAST_RETRY,
+        },
     )
     try:
         out.start()

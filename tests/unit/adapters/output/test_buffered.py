@@ -71,10 +71,10 @@ def test_records_wait_while_the_target_is_down_and_none_are_lost(adapter: Make) 
     assert out.stats.dropped == 0
 
 
-def test_a_full_buffer_refuses_records_and_counts_and_logs_the_overflow(
+def test_a_full_buffer_that_drops_refuses_records_and_counts_and_logs_the_overflow(
     adapter: Make, caplog: pytest.LogCaptureFixture
 ) -> None:
-    out = adapter(buffering=fast(buffer_events=5))
+    out = adapter(buffering=fast(buffer_events=5, on_full="drop"))
     out.available = False
     out.start()
     with caplog.at_level(logging.WARNING, logger="adapters.output.buffered"):
@@ -87,6 +87,40 @@ def test_a_full_buffer_refuses_records_and_counts_and_logs_the_overflow(
     out.available = True
     assert out.flush(timeout=5)
     assert out.written == [0, 1, 2, 3, 4]
+
+
+def test_a_full_buffer_that_blocks_takes_every_record_and_has_room_again_once_written(
+    adapter: Make,
+) -> None:
+    out = adapter(buffering=fast(buffer_events=5))
+    out.available = False
+    out.start()
+    assert out.room(0.0)
+    assert out.publish(list(range(8))) == 8  # what a bundle admitted with room produces is taken
+    assert not out.room(0.05)  # the next bundle waits, then is refused upstream
+    s = out.stats
+    assert (s.published, s.overflow, s.pending, s.dropped) == (8, 0, 8, 0)
+    room = threading.Thread(target=lambda: results.append(out.room(5.0)))
+    results: list[bool] = []
+    room.start()
+    out.available = True  # the target is back: the writer drains and wakes the waiter
+    room.join(6.0)
+    assert results == [True]
+    assert out.flush(timeout=5)
+    assert out.written == list(range(8))
+
+
+def test_on_full_is_checked_by_name() -> None:
+    with pytest.raises(AdapterConfigError, match="on_full: must be one of block, drop; got 'wait'"):
+        build_adapter("http", "h", {"url": "http://127.0.0.1:9/", "on_full": "wait"})
+
+
+def test_a_dropping_adapter_never_makes_the_input_wait(adapter: Make) -> None:
+    out = adapter(buffering=fast(buffer_events=1, on_full="drop"))
+    out.available = False
+    out.start()
+    out.publish([1, 2, 3])
+    assert out.room(0.0)
 
 
 def test_refused_batches_are_retried_one_by_one_so_only_bad_records_are_rejected(

@@ -246,7 +246,7 @@ def test_a_run_a_table_could_not_hold_refuses_the_call(
 
 
 def test_a_full_buffer_cuts_a_run_and_the_counts_add_up(stop_after: Callable[..., Any]) -> None:
-    out = stop_after(MemoryAdapter(buffering=Buffering(buffer_events=4), skip_delivered=True))
+    out = stop_after(MemoryAdapter(buffering=Buffering(buffer_events=4, on_full="drop"), skip_delivered=True))
     assert out.publish(["a", "b"], origins=Origin("s", "l", 1, 0)) == 2
     assert out.publish(["c", "d", "e", "f"], origins=Origin("s", "l", 2, 0)) == 2
     out.start()

@@ -238,7 +238,9 @@ def test_stop_flushes_and_stops_every_adapter(db: Path) -> None:
 
 # ---- with_defaults ----------------------------------------------------------------------------------
 
-DEFAULTS = Adapters(buffer_events=11, batch_events=22, linger_ms=2.5, retry_initial_ms=33, retry_max_ms=44)
+DEFAULTS = Adapters(
+    buffer_events=11, batch_events=22, linger_ms=2.5, retry_initial_ms=33, retry_max_ms=44, on_full="drop"
+)
 
 
 def test_with_defaults_fills_buffered_adapters_keys_left_out() -> None:
@@ -251,6 +253,7 @@ def test_with_defaults_fills_buffered_adapters_keys_left_out() -> None:
         "linger_ms": 2.5,
         "retry_initial_ms": 33,
         "retry_max_ms": 44,
+        "on_full": "drop",
     }
     assert entry.config == {"datasource": "db", "table": "t", "batch_events": 5}  # not modified
 
@@ -264,9 +267,11 @@ def test_with_defaults_http_and_wso2event() -> None:
         "linger_ms": 2.5,
         "retry_initial_ms": 33,
         "retry_max_ms": 44,
+        "on_full": "drop",
     }
     wso2 = with_defaults(OutputAdapter("w", "wso2event", {}), DEFAULTS)
-    assert wso2 == {"buffer_events": 11, "retry_initial_ms": 33, "retry_max_ms": 44}  # no batches there
+    # no batches there
+    assert wso2 == {"buffer_events": 11, "retry_initial_ms": 33, "retry_max_ms": 44, "on_full": "drop"}
 
 
 def test_with_defaults_leaves_unbuffered_adapters_alone() -> None:
