@@ -82,9 +82,20 @@ class OutputGate(Generic[OriginT, FenceT]):
         self.fence = fence
         self._held.extendleft(reversed(self._sent))
         self._sent.clear()
-        n = self._deliver(None)
-        self.released = max(self.released, through)
-        return n
+        # only up to `through`: outputs of records sequenced after it (a full-active-active
+        # standby's copies it sequences as it takes over) wait, as any, until their record settles
+        return self._deliver(through)
+
+    def redeliver(self) -> int:
+        """Deliver again what was released and is not known written (notifier only): a fence
+        refused some of it while this node's lease lapsed on its own clock, and it holds the
+        lease again, so no next notifier will deliver it; the sink skips what it has by origin.
+        How many events."""
+        if self.fence is None:
+            return 0
+        self._held.extendleft(reversed(self._sent))
+        self._sent.clear()
+        return self._deliver(self.released)
 
     def close(self) -> None:
         """This node no longer notifies: hold outputs from now on."""
@@ -123,6 +134,13 @@ class OutputGate(Generic[OriginT, FenceT]):
     @property
     def held(self) -> int:
         return self._events
+
+    @property
+    def has_room(self) -> bool:
+        """Whether the node may take more input for the plan: the gate holds less than half of
+        `max_events` (backpressure keeps it from ever dropping: what a notifier holds until its
+        outputs are known written, a standby holds too, a little later)."""
+        return self._events < self._max_events // 2
 
     def _deliver(self, through: int | None) -> int:
         n = 0

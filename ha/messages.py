@@ -11,7 +11,8 @@ Per connection purpose (`hello` names it):
   `Ok` or `Refused`;
 - `replicate`: a standby subscribes (`Subscribe`); the notifier answers `NotNotifier`,
   `OtherText`, or `State` (with `CarriedOutput`s) or `Resume`, then `Record`s, `Live`, more
-  `Record`s and `Delivered` as they come, or `Dropped`; the standby answers `Ack`.
+  `Record`s, `Delivered` and (full-active-active) `Settled` as they come, or `Dropped`; the
+  standby answers `Ack`.
 - `probe`: nothing after the handshake: a member whose heartbeat connection from another
   closed asks whether that member's process still runs.
 The handshake (`Hello`, `Challenge`, `Proof`, `Welcome`, `Refused`) opens every connection.
@@ -170,6 +171,15 @@ class Delivered:
 
 
 @dataclass(frozen=True, slots=True)
+class Settled:
+    """Every record up to `position` is acknowledged (every standby that may take over holds
+    them): a full-active-active standby may acknowledge its own copies of those bundles."""
+
+    TAG: ClassVar[str] = "settled"
+    position: int = field(metadata=wire("p"))
+
+
+@dataclass(frozen=True, slots=True)
 class Ack:
     TAG: ClassVar[str] = "ack"
     position: int = field(metadata=wire("p"))  # the standby holds every record up to it
@@ -208,6 +218,7 @@ Message = (
     | Record
     | Live
     | Delivered
+    | Settled
     | Ack
     | NotNotifier
     | OtherText
@@ -230,6 +241,7 @@ KINDS: tuple[type[Message], ...] = (
     Record,
     Live,
     Delivered,
+    Settled,
     Ack,
     NotNotifier,
     OtherText,

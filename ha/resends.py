@@ -23,9 +23,13 @@ Pure logic: time comes in as arguments.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections import Counter, deque
 from collections.abc import Sequence
 from typing import Any
+
+Copy = tuple[str, list[tuple[Any, ...]], list[int]]  # stream, rows, timestamps
+SETTLED, WAITING, GONE = "settled", "waiting", "gone"  # what became of a direct copy (`DirectCopies`)
 
 
 def digest(stream: str, timestamps: Sequence[int], rows: Sequence[tuple[Any, ...]]) -> int:
@@ -101,66 +105,169 @@ class DirectCopies:
 
     Clients send each bundle to every member, so a standby gets its own copy of what the
     notifier sequences. It holds the copy (instead of relaying it) until the notifier's record
-    of the same bundle arrives; a copy that arrives after that record is dropped at once. When
-    the standby takes over, the copies the old notifier never sequenced are its to process, in
-    the order they arrived: nothing a client sent is lost or processed twice. At most `keep`
-    copies are held (the oldest are dropped past it, and counted) and `keep` sequenced bundles
-    remembered for late copies.
+    of the same bundle arrives; a copy that arrives after that record is not held. When the
+    standby takes over, the copies the old notifier never sequenced are its to process, in the
+    order they arrived: nothing a client sent is lost or processed twice.
+
+    A copy is acknowledged to its client only once it is as safe as a record the notifier
+    acknowledges, never while it rests in this memory alone (the notifier may never sequence
+    it: it refused the bundle, say, because an output it feeds is full): `arrived` gives a
+    ticket, and `outcome(ticket)` says when. The copy is settled once the position its bundle
+    was sequenced at is settled (`settle(through)`: a notifier acknowledges a record only when
+    every standby that may take over holds it and every record before it, and tells its
+    standbys through `Settled`). When this member takes over it sequences the copies never
+    sequenced (`take`) and they, like the copies whose record it applied but whose settling it
+    had not heard of, wait for its own settling (`wait_at`). A copy known only from a
+    notifier's state (no position) is gone: its client is refused and sends it again. The
+    member waits a while, then `withdraw`s a copy still waiting and refuses its client. At
+    most `keep` copies are held: past it the oldest are dropped (counted), their clients
+    refused in the same way. `keep` sequenced bundles are remembered for late copies.
     """
 
     def __init__(self, keep: int = 100_000) -> None:
         self._keep = keep
-        self._held: dict[int, list[tuple[str, list[tuple[Any, ...]], list[int]]]] = {}
-        self._order: deque[int] = deque()
-        self._early: Counter[int] = Counter()  # sequenced before their copy arrived
+        self._tickets = itertools.count(1)
+        self._held: dict[int, deque[tuple[int, Copy]]] = {}  # digest → (ticket, copy), oldest first
+        self._order: deque[tuple[int, int]] = deque()  # (ticket, digest) in arrival order
+        self._at: dict[int, list[tuple[int, int]]] = {}  # position → (ticket, digest) of its record
+        self._settled: set[int] = set()  # tickets settled and not yet collected by their waiters
+        self._through = 0  # every position up to it is settled (in this member's log)
+        self._early: Counter[int] = Counter()  # sequenced (at that position) before their copy arrived
+        self._early_at: dict[int, deque[int]] = {}  # digest → the positions of such records, oldest first
         self._early_order: deque[int] = deque()
         self.dropped = 0
 
-    def arrived(self, stream: str, rows: list[tuple[Any, ...]], timestamps: list[int]) -> None:
+    def arrived(self, stream: str, rows: list[tuple[Any, ...]], timestamps: list[int]) -> int:
+        """Hold a copy; its ticket (ask `outcome` before the client is acknowledged)."""
+        ticket = next(self._tickets)
         bundle = digest(stream, timestamps, rows)
         if self._early[bundle] > 0:
+            position = self._early_at[bundle][0]
             self._early[bundle] -= 1
-            return
-        self._held.setdefault(bundle, []).append((stream, rows, timestamps))
-        self._order.append(bundle)
+            self._early_at[bundle].popleft()
+            if not self._early_at[bundle]:
+                del self._early_at[bundle]
+            self._wait_at(position, ticket, bundle)
+            return ticket
+        self._held.setdefault(bundle, deque()).append((ticket, (stream, rows, timestamps)))
+        self._order.append((ticket, bundle))
         while len(self._order) > self._keep:
-            self._forget(self._order.popleft())
+            gone, gone_bundle = self._order.popleft()
+            self._forget(gone_bundle, gone)
             self.dropped += 1
+        return ticket
 
-    def sequenced(self, bundle: int) -> None:
-        """The notifier's record of `bundle` was applied here."""
-        if self._held.get(bundle):
-            self._forget(bundle)
-            self._order.remove(bundle)
+    def sequenced(self, bundle: int, position: int = 0) -> None:
+        """The notifier's record of `bundle` is in this member's log at `position`, or (a recent
+        bundle of a state the notifier sent) at or before it; 0: not known where (its settling is
+        never heard of)."""
+        copies = self._held.get(bundle)
+        if copies:
+            ticket, _ = copies[0]
+            self._forget(bundle, ticket)
+            self._order.remove((ticket, bundle))
+            self._wait_at(position, ticket, bundle)
             return
         self._early[bundle] += 1
+        self._early_at.setdefault(bundle, deque()).append(position)
         self._early_order.append(bundle)
         while len(self._early_order) > self._keep:
             gone = self._early_order.popleft()
             self._early[gone] -= 1
+            self._early_at[gone].popleft()
             if self._early[gone] <= 0:
                 del self._early[gone]
+                del self._early_at[gone]
 
-    def take(self) -> list[tuple[str, list[tuple[Any, ...]], list[int]]]:
-        """The copies never sequenced, oldest first; they are no longer held."""
+    def settle(self, through: int) -> None:
+        """Every record up to `through` is acknowledged (`Settled`, or this member's own settling
+        as the notifier)."""
+        self._through = max(self._through, through)
+        for position in [p for p in self._at if p <= through]:
+            self._settled.update(ticket for ticket, _ in self._at.pop(position))
+
+    def wait_at(self, position: int, ticket: int) -> None:
+        """The copy of `ticket` was sequenced at `position` (by this member, after `take`)."""
+        self._wait_at(position, ticket, 0)
+
+    def _wait_at(self, position: int, ticket: int, bundle: int) -> None:
+        if position and position <= self._through:  # its copy came after the news
+            self._settled.add(ticket)
+        elif position:
+            self._at.setdefault(position, []).append((ticket, bundle))
+
+    def renumbered(self) -> None:
+        """This member adopted a notifier's state, another log: the positions copies waited at,
+        and those of records that came before their copies, mean nothing now (the waiting
+        copies' clients are refused); the state's recent bundles say again where to wait."""
+        self._at.clear()
+        self._through = 0
+        self._early.clear()
+        self._early_at.clear()
+        self._early_order.clear()
+
+    def take(self) -> list[tuple[int, Copy]]:
+        """The copies never sequenced, oldest first, with their tickets, for this member to
+        sequence now (then `wait_at` their positions); they are no longer held."""
         taken = []
-        for bundle in self._order:
+        for ticket, bundle in self._order:
             copies = self._held.get(bundle)
             if copies:
-                taken.append(copies.pop(0))
+                taken.append((ticket, copies.popleft()[1]))
         self._held.clear()
         self._order.clear()
         self._early.clear()  # a leader's late copies are the resend filter's (`Resends`)
+        self._early_at.clear()
         self._early_order.clear()
         return taken
+
+    def outcome(self, ticket: int) -> str:
+        """`SETTLED` (acknowledge its client; said once, then forgotten), `WAITING`, or `GONE`
+        (refuse its client: dropped past the bound, or its settling will never be heard of)."""
+        if ticket in self._settled:
+            self._settled.discard(ticket)
+            return SETTLED
+        if any(t == ticket for t, _ in self._order) or any(
+            t == ticket for waiting in self._at.values() for t, _ in waiting
+        ):
+            return WAITING
+        return GONE
+
+    def withdraw(self, ticket: int) -> bool:
+        """Its client is refused: stop holding the copy of `ticket`. True when it was settled
+        after all (acknowledge it instead)."""
+        if ticket in self._settled:
+            self._settled.discard(ticket)
+            return True
+        for i, (held, bundle) in enumerate(self._order):
+            if held == ticket:
+                del self._order[i]
+                self._forget(bundle, ticket)
+                return False
+        for position, waiting in list(self._at.items()):
+            for entry in waiting:
+                if entry[0] != ticket:
+                    continue
+                waiting.remove(entry)
+                if not waiting:
+                    del self._at[position]
+                if entry[1]:  # its record is here: the client's next copy waits for it too, not held anew
+                    self._early[entry[1]] += 1
+                    self._early_at.setdefault(entry[1], deque()).append(position)
+                    self._early_order.append(entry[1])
+                return False
+        return False
 
     @property
     def held(self) -> int:
         return len(self._order)
 
-    def _forget(self, bundle: int) -> None:
+    def _forget(self, bundle: int, ticket: int) -> None:
         copies = self._held.get(bundle)
         if copies:
-            copies.pop(0)
+            for i, (held, _) in enumerate(copies):
+                if held == ticket:
+                    del copies[i]
+                    break
             if not copies:
                 del self._held[bundle]

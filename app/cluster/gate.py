@@ -29,6 +29,10 @@ class LockedGate:
         with self._lock:
             return self._gate.open(fence, through)
 
+    def redeliver(self) -> int:
+        with self._lock:
+            return self._gate.redeliver()
+
     def close(self) -> None:
         with self._lock:
             self._gate.close()
@@ -53,6 +57,9 @@ class LockedGate:
     @property
     def held(self) -> int:
         return self._gate.held
+
+    def has_room(self) -> bool:
+        return self._gate.has_room
 
     @property
     def released(self) -> int:

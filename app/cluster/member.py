@@ -36,6 +36,7 @@ from app.cluster.settings import ClusterSettings
 from app.cluster.threads import Locked, forever
 from app.persistence.journal import PlanJournal
 from app.registry.members import RegistryMembers
+from engine.errors import CEPError
 from ha.gate import Emit
 from ha.lease import lease_lookup_interval
 from ha.membership import Membership
@@ -391,11 +392,27 @@ class Cluster:
         plan.required = None  # this term has required nothing yet
         plan.fenced_at_takeover = self._fenced()  # refusals from here on withhold the watermark
         delivered = plan.gate.open(fence, after)
+        if plan.journal.taken_through > after:  # copies it held: settle them, to answer their clients
+            threading.Thread(
+                target=self._settle_taken,
+                args=(plan, plan.journal.taken_through),
+                name=f"settle-taken-{plan.name}",
+                daemon=True,
+            ).start()
         log.info(
             "plan %s: this node is its notifier now (epoch %d, from position %d; %d held outputs "
             "delivered again, %.0f ms)",
             plan.name, epoch, after, delivered, (time.monotonic() - started) * 1000,
         )  # fmt: skip
+
+    @staticmethod
+    def _settle_taken(plan: _Plan, position: int) -> None:
+        """Settle the full-active-active copies a takeover sequenced (through `position`): once
+        the standbys hold them, their clients are acknowledged; if not, they are refused."""
+        try:
+            plan.journal.durable(position)
+        except CEPError as exc:
+            log.info("plan %s: the copies taken over were not settled: %s", plan.name, exc)
 
     def _step_down(self, plan: _Plan, *, drain: bool = False) -> None:
         """Stop notifying. `drain` (a hand-over while the lease still holds): first let the
@@ -468,9 +485,11 @@ class Cluster:
 
     def _watermark_round(self) -> None:
         """Tell the standbys which outputs are written, so they forget them. Nothing is reported
-        for a plan once a fence refused any record since its term began (counted when it took
+        for a plan while a fence refused any record since its term began (counted when it took
         over): a refused output may have been released long before this round, and the next
-        notifier must still deliver it from what it holds."""
+        notifier must still deliver it from what it holds; unless this node holds the lease
+        again (it had lapsed on its own clock), when it delivers everything not known written
+        again itself and counts refusals from there."""
         with self._lock:
             leading = [(p, p.sequencer, p.gate.released) for p in self._plans.values() if p.sequencer]
         if not leading:
@@ -479,9 +498,21 @@ class Cluster:
             return
         fenced = self._fenced()
         for plan, sequencer, released in leading:
-            if plan.sequencer is sequencer and fenced == plan.fenced_at_takeover:
+            if plan.sequencer is not sequencer:
+                continue
+            if fenced == plan.fenced_at_takeover:
                 plan.gate.trim(released)
                 sequencer.delivered(released)
+            elif plan.role.holder.holds(time.monotonic()):
+                # a fence refused writes while the lease lapsed on this node's clock, and it holds
+                # the lease again: no next notifier will deliver them, so this one does, again
+                plan.fenced_at_takeover = fenced
+                n = plan.gate.redeliver()
+                log.warning(
+                    "plan %s: outputs were refused while this node's lease lapsed; it holds it again "
+                    "and delivers %d held outputs again (the sink skips what it has)",
+                    plan.name, n,
+                )  # fmt: skip
 
     # ---- what the relays and heartbeats ask ---------------------------------------------------
 

@@ -26,7 +26,7 @@ members' redeploys ran through different texts, so its state is taken from the n
 
 Messages (`ha.messages`, over `app.cluster.peers`): standby → notifier `Subscribe`, `Ack`;
 notifier → standby `State` (body: the state blob) and `CarriedOutput`s, or `Resume`; `Record`
-(body: the encoded record), `Live`, `Delivered`, `NotNotifier`, `OtherText`, `Dropped`.
+(body: the encoded record), `Live`, `Delivered`, `Settled`, `NotNotifier`, `OtherText`, `Dropped`.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ from ha.messages import (
     OtherText,
     Record,
     Resume,
+    Settled,
     State,
     Subscribe,
 )
@@ -154,12 +155,16 @@ class Sequencer:
             step = self._rule.confirmed(self._confirm(start, step.require))
         if isinstance(step, Refuse):
             raise NotLeading(step.why)  # not acknowledged: the client sends it again
-        if self._rule.closed:
-            return  # held by every standby in sync: acknowledged, its outputs the next notifier's
-        if not self._holds():
-            msg = f"plan {self.journal.plan}: this node's notifier lease ran out"
-            raise NotLeading(msg)
-        self.gate.release(position)
+        if not self._rule.closed:
+            if not self._holds():
+                msg = f"plan {self.journal.plan}: this node's notifier lease ran out"
+                raise NotLeading(msg)
+            self.gate.release(position)
+        # (when closed: held by every standby in sync, acknowledged, its outputs the next notifier's)
+        if self.journal.copies is not None:  # full-active-active: the standbys' copies of it too
+            for sub in self._subscribers:
+                if not sub.gone:
+                    sub.push(Settled(position))
 
     # ---- status --------------------------------------------------------------------------------
 
@@ -410,6 +415,8 @@ class Follower:
                 self.gate.trim(message.position)
                 if self.live:
                     connection.send(Ack(journal.position, self.gate.complete))
+            elif isinstance(message, Settled):
+                journal.settled(message.position)
             elif isinstance(message, NotNotifier | OtherText):
                 return
             elif isinstance(message, Dropped):

@@ -8,6 +8,8 @@ not clash); nothing here counts. The series (counters end in `_total`):
     cepheus_events_received_total{stream}          events received per registered stream
     cepheus_events_unrouted_total{stream}          ... of them no deployed plan imports
     cepheus_events_failed_total                    events a plan raised on
+    cepheus_events_pushed_back_total               events refused (retryable) because an output
+                                                   adapter they would feed was full
     cepheus_events_emitted_total{plan,stream}      events a plan emitted on an exported stream
     cepheus_plan_send_duration_seconds{plan}       histogram: a received bundle in the plan's send
     cepheus_plan_state{plan,state}                 1 for the plan's state, 0 for the others
@@ -80,6 +82,7 @@ class Numbers:
     received: Mapping[str, int] = field(default_factory=dict)  # per registered stream id
     unrouted: Mapping[str, int] = field(default_factory=dict)
     failed: int = 0
+    pushed_back: int = 0  # events refused because an output adapter they feed was full
     emitted: Mapping[tuple[str, str], int] = field(default_factory=dict)  # (plan, stream id)
     latency: Mapping[str, Histogram] = field(default_factory=dict)  # per plan
     plans: Mapping[str, str] = field(default_factory=dict)  # plan → one of PLAN_STATES
@@ -135,6 +138,11 @@ class NodeCollector:
             n.unrouted,
         )
         yield CounterMetricFamily("cepheus_events_failed", "events a plan raised on", value=n.failed)
+        yield CounterMetricFamily(
+            "cepheus_events_pushed_back",
+            "events refused (retryable) because an output adapter they feed was full",
+            value=n.pushed_back,
+        )
         emitted = CounterMetricFamily(
             "cepheus_events_emitted", "events a plan emitted on an exported stream", labels=["plan", "stream"]
         )

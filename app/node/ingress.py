@@ -13,8 +13,8 @@ with no notifier to take them, `NotLeading` refuses the bundle the same way.
 
 Backpressure: before any plan takes a bundle from a receiver, `room` (the output adapters')
 is asked to wait, at most `full_wait` seconds, until every adapter the bundle's plans feed,
-directly or through plans importing their exports, is below its bound; when one is still
-full, `OutputsFull` refuses the bundle (retryable: the receiver does not acknowledge it and
+directly or through plans importing their exports, is below its bound, and so are the held
+outputs of its redundant plans (`Gate`); when one is still full, `OutputsFull` refuses the bundle (retryable: the receiver does not acknowledge it and
 its client sends it again). Admitted bundles' outputs are always taken, so an adapter that
 blocks never loses what a client saw acknowledged.
 
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
@@ -42,6 +43,8 @@ from app.persistence.journal import BundleFailed, NotLeading, PlanJournal, wall_
 
 log = logging.getLogger(__name__)
 
+GATE_POLL_SECONDS = 0.05  # how often a bundle waiting for room looks at a plan's held outputs
+
 Row = tuple[Any, ...]
 
 
@@ -49,6 +52,12 @@ class PlanInput(Protocol):
     """What takes a plan's input: its `engine.Runtime`, or a Spark plan's hand-off."""
 
     def send(self, stream: str, rows: list[Row], timestamps: list[int] | int) -> None: ...
+
+
+class Gate(Protocol):
+    def has_room(self) -> bool:
+        """Whether the plan's held outputs leave room for more input."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,7 @@ class Binding:
     stream: str  # the stream's name inside the plan
     journal: PlanJournal | None = None  # the plan's input log and clock, in persistence mode
     exports: tuple[str, ...] = ()  # the registered streams the plan exports
+    gate: Gate | None = None  # a redundant plan's held outputs (`app.cluster.gate.LockedGate`)
 
 
 @dataclass
@@ -119,11 +129,21 @@ class Ingress:
             reach = cache[key] = frozenset(found)
         return reach
 
-    def _admit(self, streams: frozenset[str], received: str, events: int) -> None:
-        """Wait for room in the outputs of `streams`; `OutputsFull` when there is none."""
-        if self._room is None or not streams:
-            return
-        full = self._room(streams, self._full_wait)
+    def _admit(
+        self, streams: frozenset[str], gates: Sequence[tuple[str, Gate]], received: str, events: int
+    ) -> None:
+        """Wait for room in the outputs of `streams` and in the plans' `gates`; `OutputsFull`
+        when there is none."""
+        full = None
+        if self._room is not None and streams:
+            deadline = time.monotonic() + self._full_wait
+            full = self._room(streams, self._full_wait)
+            for plan, gate in gates if full is None else ():
+                while not gate.has_room():  # a gate drains as the notifier reports outputs written
+                    if time.monotonic() >= deadline:
+                        full = f"the held outputs of plan {plan}"
+                        break
+                    time.sleep(GATE_POLL_SECONDS)
         if full is not None:
             with self._stats_lock:
                 self._stats.pushed_back += events
@@ -133,11 +153,13 @@ class Ingress:
         """Wait for room in what plan `plan` feeds (a bundle a standby relayed to it);
         `OutputsFull` when there is none."""
         routes, cache = self._reach
+        binding = next((b for bs in routes.values() for b in bs if b.plan == plan), None)
+        if binding is None:
+            return
         reach = cache.get(("plan", plan))
         if reach is None:
-            exports = next((b.exports for bs in routes.values() for b in bs if b.plan == plan), ())
-            reach = self._downstream(exports, ("plan", plan))
-        self._admit(reach, plan, events)
+            reach = self._downstream(binding.exports, ("plan", plan))
+        self._admit(reach, () if binding.gate is None else ((plan, binding.gate),), plan, events)
 
     def publish_wire(self, events: Sequence[WireEvent]) -> None:
         """One Thrift bundle: meta, correlation and payload values flatten into plan rows."""
@@ -255,7 +277,8 @@ class Ingress:
         received on, counted with the time each plan took; None (forwarded by a plan, or a
         redeployed plan's retry): untimed, and the statistics lock is taken only on a failure."""
         if received is not None:
-            self._admit(self._downstream((received,), received, False), received, len(rows))
+            gates = [(b.plan, b.gate) for b in bindings if b.gate is not None]
+            self._admit(self._downstream((received,), received, False), gates, received, len(rows))
             self.tracer.record(received, rows, timestamps)
         logged: list[tuple[PlanJournal, int]] = []
         refused: InputLogError | NotLeading | None = None

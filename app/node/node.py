@@ -391,6 +391,7 @@ class Node:
             "node": self.config.node_id,
             "registry_revision": self._seen_revision,
             "received": stats.received,  # events per stream since start
+            "pushed_back": stats.pushed_back,  # events refused: an output adapter they feed was full
             "emitted": self._emitted_per_stream(),  # events the plans exported, per stream
             "plans": plans,
             "adapters": adapters,
@@ -409,6 +410,7 @@ class Node:
             received=stats.received,
             unrouted=stats.unrouted,
             failed=stats.failed,
+            pushed_back=stats.pushed_back,
             emitted=self.plans.emitted(),
             latency=stats.latency,
             plans=states,

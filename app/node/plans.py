@@ -64,6 +64,7 @@ class Deployed(BindsStreams):
     bindings: list[StreamBinding]
     fingerprint: str
     journal: PlanJournal | None = None
+    gate: LockedGate | None = None  # a redundant plan's held outputs
 
 
 @dataclass(frozen=True)
@@ -381,7 +382,7 @@ class PlanManager:
         except BaseException:
             runtime.shutdown()
             raise
-        return Deployed(plan, runtime, bindings, fingerprint, journal)
+        return Deployed(plan, runtime, bindings, fingerprint, journal, gate)
 
     def _check_binding(self, runtime: Runtime, binding: StreamBinding) -> None:
         known = self._catalog.get(binding.stream_id)
@@ -433,7 +434,7 @@ class PlanManager:
             exported = tuple(b.stream_id for b in d.exports)
             for b in d.imports:
                 routes.setdefault(b.stream_id, []).append(
-                    Binding(b.stream_id, name, d.runtime, b.stream, d.journal, exported)
+                    Binding(b.stream_id, name, d.runtime, b.stream, d.journal, exported, d.gate)
                 )
         for name, sp in self._spark_plans.items():
             for b in sp.imports:

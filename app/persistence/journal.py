@@ -20,7 +20,9 @@ same positions). The notifier's journal `leads`: it takes bundles and ticks, and
 record to its `replicas` (`app.cluster.replication`), whose `settle` waits until the standbys
 hold it. A standby's journal follows: bundles sent to it go to the notifier (`relay`), its
 timers fire only through the notifier's `Tick` records, and `apply` appends and processes the
-notifier's records at their positions.
+notifier's records at their positions. In full-active-active mode a standby keeps its own copy
+of each bundle instead of relaying it, and acknowledges it only once the notifier's record of it
+was reported settled (`settled`): never while it rests in memory alone.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from app.persistence.records import Column, decode, encode, stamped
 from engine import Runtime
 from engine.errors import Busy, CEPError
 from ha.ports import LogPosition
-from ha.resends import DirectCopies, Resends, digest
+from ha.resends import GONE, SETTLED, DirectCopies, Resends, digest
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,7 @@ PROGRESS_SECONDS = 5.0
 ROOM_PER_EVENT = 4096  # bytes a bundle's record is assumed to need per event, at most
 ROOM_PER_BUNDLE = 64 * 1024
 MAX_UNSETTLED = 100_000  # positions whose settling is remembered (each is settled once, soon)
+COPY_WAIT_SECONDS = 5.0  # how long a full-active-active standby waits for the notifier to sequence a copy
 
 
 def wall_ms() -> int:
@@ -102,6 +105,7 @@ class PlanJournal:
         self._log = input_log
         self._wall = wall
         self.lock = threading.Lock()
+        self._copies_settled = threading.Condition(self.lock)  # full-active-active copies (`DirectCopies`)
         self.log_id = input_log.log_id(plan)
         self.runtime: Runtime | None = None
         self.replaying = False
@@ -116,6 +120,7 @@ class PlanJournal:
         self._settlers: dict[int, Replicas] = {}  # position → the standbys of the term that sequenced it
         self.resends: Resends | None = None  # a redundant plan's: bundles a takeover made clients resend
         self.copies: DirectCopies | None = None  # full-active-active: a standby's own copies of bundles
+        self.taken_through = 0  # the last position `lead` sequenced a copy at (to be settled)
         self.deployed: str | None = None  # the fingerprint of the plan text its runtime runs
         first, last = input_log.bounds(plan)
         self.position = last  # the newest record appended (and processed)
@@ -160,8 +165,7 @@ class PlanJournal:
             with self.lock:
                 if self.copies is not None:
                     if not self.leading:
-                        self.copies.arrived(stream, rows, ts)
-                        return 0
+                        return self._await_copy(self.copies, self.copies.arrived(stream, rows, ts))
                     return self._sequence(stream, rows, ts, unstamped)
         while forward:
             relay = self._relay_or_none()
@@ -182,6 +186,35 @@ class PlanJournal:
             msg = f"plan '{self.plan}': this node no longer leads it"
             raise NotLeading(msg)
         return self.send(stream, rows, ts, columns)  # it stopped leading meanwhile: relay them
+
+    def _await_copy(self, copies: DirectCopies, ticket: int) -> int:
+        """(Under the lock.) Wait until a full-active-active standby's copy is as safe as a
+        record the notifier acknowledges (`DirectCopies`): 0, for the caller to acknowledge it.
+        `NotLeading` when it will not be, or not within `COPY_WAIT_SECONDS` (the notifier
+        refused the bundle, say): the copy is no longer held, and its client sends it again."""
+        deadline = time.monotonic() + COPY_WAIT_SECONDS
+        while True:
+            outcome = copies.outcome(ticket) if self.copies is copies else GONE
+            if outcome == SETTLED:
+                return 0
+            remaining = deadline - time.monotonic()
+            if outcome == GONE or remaining <= 0:
+                if copies.withdraw(ticket):
+                    return 0
+                msg = (
+                    f"plan '{self.plan}': the notifier did not acknowledge this bundle within "
+                    f"{COPY_WAIT_SECONDS:g} s; send it again"
+                )
+                raise NotLeading(msg)
+            self._copies_settled.wait(remaining)
+
+    def settled(self, position: int) -> None:
+        """Every record up to `position` is acknowledged (the notifier said so, or this journal
+        leads and settled it): full-active-active copies sequenced there may be acknowledged."""
+        with self.lock:
+            if self.copies is not None:
+                self.copies.settle(position)
+                self._copies_settled.notify_all()
 
     def _sequence(
         self,
@@ -274,6 +307,8 @@ class PlanJournal:
             replicas = self._settlers.get(position)  # the standbys of the term that sequenced it
             if replicas is not None:
                 replicas.settle(position)
+            if self.copies is not None:  # copies this member took over settle with it
+                self.settled(position)
 
     # ---- replication -----------------------------------------------------------------------
 
@@ -296,7 +331,7 @@ class PlanJournal:
                     if self.resends is not None:
                         self.resends.seen(bundle)
                     if self.copies is not None:
-                        self.copies.sequenced(bundle)
+                        self.copies.sequenced(bundle, position)
                     self._process(lambda r: r.send(record.stream, record.rows, record.timestamps))
             except Exception as exc:  # the notifier met the same error here and went on
                 self._log_failure(position, exc)
@@ -311,8 +346,10 @@ class PlanJournal:
             if self.resends is not None:
                 self.resends.replace(recent)
             if self.copies is not None:
-                for bundle in recent:
-                    self.copies.sequenced(bundle)
+                self.copies.renumbered()
+                for bundle in recent:  # in the state's log, at or before its position
+                    self.copies.sequenced(bundle, position)
+                self._copies_settled.notify_all()
             self._log.adopt(self.plan, log_id, position)
             self.log_id, self.position = log_id, position
             self._set_term(term)
@@ -322,29 +359,33 @@ class PlanJournal:
 
     def lead(self, term: int, replicas: Replicas | None) -> int:
         """Sequence from now on, under lease epoch `term`; the position the term starts after.
-        A full-active-active standby's copies the old notifier never sequenced come first."""
+        A full-active-active standby's copies the old notifier never sequenced come first (the
+        last at `taken_through`: the caller settles it, `durable`, so their clients are answered)."""
         with self.lock:
             self._set_term(term)
             self.leading, self.replicas = True, replicas
             self.clock.now = max(self.clock.now, self._wall())
-            if self.resends is not None:
-                self.resends.took_over(self.clock.now)
             after = self.position
             if self.copies is not None:
                 taken = self.copies.take()
-                for stream, rows, ts in taken:
+                for ticket, (stream, rows, ts) in taken:
                     try:
-                        self._sequence(
+                        position = self._sequence(
                             stream, rows, ts, self._log.encode(self.plan, Events(stream, ts, rows, 0))
                         )
                     except BundleFailed as exc:  # logged and taken, as a replay will: the others still count
                         log.error("plan %s failed on a bundle it held for a takeover: %s", self.plan, exc)
+                        position = exc.position
+                    self.copies.wait_at(position, ticket)  # acknowledged once this member settles it
+                    self.taken_through = position
                 if taken:
                     log.info(
                         "plan %s: %d bundles clients sent to this node that the old notifier never sequenced "
                         "are processed now",
                         self.plan, len(taken),
                     )  # fmt: skip
+            if self.resends is not None:  # after the copies: a client's resend of one is known
+                self.resends.took_over(self.clock.now)
             return after
 
     def resume(self, term: int) -> None:

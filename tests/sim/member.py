@@ -33,11 +33,12 @@ from ha.messages import (
     NotNotifier,
     Record,
     Resume,
+    Settled,
     State,
     Subscribe,
 )
 from ha.ports import Lease, LogPosition
-from ha.resends import DirectCopies, Resends
+from ha.resends import SETTLED, WAITING, DirectCopies, Resends
 from ha.roles import Action, PlanRole, Situation, Transition
 from ha.subscription import resumes
 from tests.sim.outside import FAILED, Adapter, Write
@@ -52,6 +53,8 @@ TIMEOUTS = Timeouts()
 ROLE_PERIOD = min(TIMING.renew_ms / 1000 / 2, 0.05)
 HEARTBEAT = TIMEOUTS.heartbeat_ms / 1000
 RELAY_WAIT = 5.0
+FULL_WAIT = 2.0  # as the node's [adapters] full_wait_ms: how long a bundle waits for room
+COPY_WAIT = 5.0  # as the journal's COPY_WAIT_SECONDS
 TEXT = "the plan"
 
 
@@ -133,6 +136,7 @@ class Member:
         self.inbound: dict[str, int] = {}
         self.relay_conn: Conn | None = None
         self.relays: dict[str, tuple[Bundle, Reply, float]] = {}
+        self.copy_waits: dict[int, tuple[Bundle, Reply]] = {}  # full-active-active copies by ticket
         self.relay_ids = 0
         self.relayed: dict[str, bool | None] = {}  # as notifier: relay id → taken (None: in progress)
         self.tx = Adapter(self.world, name, sim.tx_sink, sim.adapter_capacity)
@@ -352,15 +356,13 @@ class Member:
         self.rule = Acknowledgements(PLAN)
         self.disk.term = epoch
         self.leading = True
-        self.resends.took_over(self.now_ms())
         after = self.disk.position
         if self.copies is not None:
-            for (
-                _,
-                rows,
-                _,
-            ) in self.copies.take():  # bundles clients sent here the old notifier never sequenced
+            # bundles clients sent here the old notifier never sequenced: acknowledged once settled here
+            for ticket, (_, rows, _) in self.copies.take():
+                self.copies.wait_at(self.disk.position + 1, ticket)  # the position it is appended at
                 self._sequence(self.sim.bundles[rows[0][0]], None)
+        self.resends.took_over(self.now_ms())  # after the copies: a client's resend of one is known
         self.epoch = epoch
         self.required = None
         self.fenced_at_takeover = self.tx.fenced + self.tx.overflow
@@ -388,16 +390,56 @@ class Member:
         """A client's bundle arrives at this member's receiver."""
         self._guard(self._receive, bundle, reply)
 
-    def _receive(self, bundle: Bundle, reply: Reply) -> None:
+    @property
+    def has_room(self) -> bool:
+        """Backpressure, as the node's ingress: room in the adapters and in the plan's held outputs."""
+        return self.tx.has_room and self.plain.has_room and self.gate.has_room
+
+    def _receive(self, bundle: Bundle, reply: Reply, deadline: float | None = None) -> None:
+        if not self.has_room:
+            deadline = self.world.now + FULL_WAIT if deadline is None else deadline
+            if self.world.now >= deadline:
+                reply(False, "outputs full")
+            else:
+                self.world.after(0.05, self._guard, self._receive, bundle, reply, deadline)
+            return
         if self.copies is not None and not self.leading:
-            self.copies.arrived("S", [(bundle.id, bundle.events)], [0])
-            self.sim.copies_acked.add(bundle.id)
-            reply(True, "")  # held in memory, acknowledged
+            # acknowledged once the notifier's record of it is here (or this member sequenced it)
+            ticket = self.copies.arrived("S", [(bundle.id, bundle.events)], [0])
+            self.copy_waits[ticket] = (bundle, reply)
+            self._copies_settled()
+            self.world.after(COPY_WAIT, self._guard, self._copy_timeout, ticket)
             return
         if not self.leading:
             self._relay(bundle, reply)
             return
         self._sequence(bundle, reply)
+
+    def _copies_settled(self) -> None:
+        """Answer the copies whose outcome is known (`DirectCopies`), as the journal does."""
+        if self.copies is None:
+            return
+        for ticket in list(self.copy_waits):
+            outcome = self.copies.outcome(ticket)
+            if outcome == WAITING:
+                continue
+            bundle, reply = self.copy_waits.pop(ticket)
+            if outcome == SETTLED or self.copies.withdraw(ticket):
+                self.sim.copies_acked.add(bundle.id)
+                reply(True, "")
+            else:
+                reply(False, "its settling will not be heard of")
+
+    def _copy_timeout(self, ticket: int) -> None:
+        entry = self.copy_waits.pop(ticket, None)
+        if entry is None or self.copies is None:
+            return
+        bundle, reply = entry
+        if self.copies.withdraw(ticket):
+            self.sim.copies_acked.add(bundle.id)
+            reply(True, "")
+        else:
+            reply(False, "the notifier did not sequence it")
 
     def _sequence(self, bundle: Bundle, reply: Reply | None, relayed: bool = False) -> None:
         at = self.now_ms()
@@ -513,6 +555,14 @@ class Member:
                     settle.reply(False, "lease ran out")
                 return
             self.gate.release(settle.position)
+        if (
+            self.copies is not None
+        ):  # full-active-active: copies of it (and all before) here and on the standbys
+            self.copies.settle(settle.position)
+            self._copies_settled()
+            for conn, standby in list(self.subscribers.values()):
+                if not standby.gone:
+                    self.net.send(conn, self.name, (Settled(settle.position), None))
         if settle.reply is not None:
             if settle.appended:
                 self.sim.note_acked(self, settle.position, settle.bundle)
@@ -550,6 +600,9 @@ class Member:
                 for conn, standby in self.subscribers.values():
                     if not standby.gone:
                         self.net.send(conn, self.name, (Delivered(released), None))
+            elif self.role.holder.holds(self.world.now):  # as the node: deliver again what was refused
+                self.fenced_at_takeover = self.tx.fenced + self.tx.overflow
+                self.gate.redeliver()
         self.world.after(0.2, self._guard, self._watermark_loop)
 
     # ---- relaying ------------------------------------------------------------------------------
@@ -592,7 +645,7 @@ class Member:
 
     def _serve_relay(self, conn: Conn, relay_id: str, bundle: Bundle) -> None:
         key = f"{conn.a}/{relay_id}"
-        if not self.leading:
+        if not self.leading or (not self.has_room and key not in self.relayed):  # backpressure: new ones only
             self.net.send(conn, self.name, ("relayed", relay_id, False))
             return
         taken = self.relayed.get(key, False)
@@ -668,7 +721,7 @@ class Member:
             if bundle is not None:
                 self.resends.seen(bundle.digest)
                 if self.copies is not None:
-                    self.copies.sequenced(bundle.digest)
+                    self.copies.sequenced(bundle.digest, disk.position)
             self.sim.note_append(self, disk.position, bundle)
             if self.live:
                 self.net.send(conn, self.name, (Ack(disk.position, self.gate.complete), None))
@@ -681,8 +734,10 @@ class Member:
             disk.term = message.term
             self.resends.replace(message.recent)
             if self.copies is not None:
-                for digest in message.recent:
-                    self.copies.sequenced(digest)
+                self.copies.renumbered()
+                for digest in message.recent:  # in the state's log, at or before its position
+                    self.copies.sequenced(digest, message.position)
+                self._copies_settled()
             self.gate.reset(message.covers, message.delivered)
         elif isinstance(message, CarriedOutput):
             position, stream, events = extra
@@ -693,6 +748,10 @@ class Member:
         elif isinstance(message, Live):
             self.live = True
             self.net.send(conn, self.name, (Ack(disk.position, self.gate.complete), None))
+        elif isinstance(message, Settled):
+            if self.copies is not None:
+                self.copies.settle(message.position)
+                self._copies_settled()
         elif isinstance(message, Delivered):
             self.gate.trim(message.position)
             if self.live:

@@ -8,9 +8,10 @@ RDBMS adapter writes it: a write under an epoch below the fence's is refused, a 
 raises it; a record whose origin is at or before the mark of its log is skipped.
 `PlainSink`: appends whatever arrives (a log, an HTTP endpoint): duplicates carry the same key.
 
-`Adapter`: a member's buffered writer to a sink, `capacity` records at most: `publish` refuses
-what does not fit (counted, as the node counts an overflow), a background writer drains it
-while the sink is up.
+`Adapter`: a member's buffered writer to a sink, `capacity` records at most, kept as the node
+keeps it (`on_full = "block"`): `publish` takes every record and the member asks `has_room`
+before it takes a client's bundle; with `block` off, `publish` refuses what does not fit
+(counted, as the node counts an overflow). A background writer drains it while the sink is up.
 """
 
 from __future__ import annotations
@@ -146,10 +147,15 @@ class Adapter:
         self.fenced = 0
         self.running = False
         self.alive = True
+        self.block = True
+
+    @property
+    def has_room(self) -> bool:
+        return not self.block or len(self.queue) < self.capacity
 
     def publish(self, writes: list[Write], holds: Callable[[], bool]) -> None:
         for w in writes:
-            if len(self.queue) >= self.capacity:
+            if not self.block and len(self.queue) >= self.capacity:
                 self.overflow += 1
                 continue
             self.queue.append((w, holds))

@@ -167,7 +167,7 @@ class Sim:
             f"{name} restarts ({disk_state}, log {self.disks[name].log_id} at {self.disks[name].position})"
         )
         on_disk = {b.id for disk in self.disks.values() for b in disk.entries if b is not None}
-        self.destroyed |= {b for b in self.acked if b not in on_disk and b not in self.copies_acked}
+        self.destroyed |= {b for b in self.acked if b not in on_disk}
         lease = self.registry.table.current(PLAN, self.registry.now_ms())
         if lease is not None and lease.required is not None:
             if not any(covers(LogPosition(d.term, d.position), lease.required) for d in self.disks.values()):
@@ -405,28 +405,26 @@ class Sim:
         if self.violations or self.destroyed or self.requirement_destroyed:
             return
         now = self.world.now
+        lease = self.registry.table.current(PLAN, self.registry.now_ms())
+        required = lease.required if lease is not None else None
+        why = []
+        for m in self.members.values():
+            dead = m.follow_conn is not None and not m.follow_conn.open
+            if m.up and (dead or (m.live and m.follow_conn is None)):
+                why.append(f"{m.name} is following a notifier whose host vanished (its connection is dead)")
+            elif not m.caught_up and covers(m.held(), required):
+                why.append(f"{m.name} holds what the lease requires but never followed since it started")
         if not any(m.up and m.leading and m.role.holder.holds(now) for m in self.members.values()):
-            lease = self.registry.table.current(PLAN, self.registry.now_ms())
-            required = lease.required if lease is not None else None
-            why = []
-            for m in self.members.values():
-                if m.live and (m.follow_conn is None or not m.follow_conn.open):
-                    why.append(
-                        f"{m.name} is following a notifier whose host vanished (its connection is dead)"
-                    )
-                elif not m.caught_up and covers(m.held(), required):
-                    why.append(f"{m.name} holds what the lease requires but never followed since it started")
             self._violation(
                 f"no notifier at the end (the lease requires {required}): {'; '.join(why) or '?'}"
             )
             return
         if self.clients_done < self.config.clients:
-            lease = self.registry.table.current(PLAN, self.registry.now_ms())
-            required = lease.required if lease is not None else None
             able = [m.name for m in self.members.values() if covers(m.held(), required)]
             self._violation(
                 f"liveness: {len(self.acked)} of {len(self.bundles)} bundles acknowledged at the end; "
-                f"no notifier, the lease requires {required}, which {' and '.join(able) or 'no member'} holds"
+                f"the lease requires {required}, which {' and '.join(able) or 'no member'} holds"
+                + (f": {'; '.join(why)}" if why else "")
             )
             return
         tx = Counter(w.content for w in self.tx_sink.rows)
@@ -466,4 +464,8 @@ class Sim:
             keys.setdefault(w.content, set()).add(w.key)
         rekeyed = [content for content, seen in keys.items() if len(seen) > 1]
         if rekeyed:  # a plain sink may get an output twice, but only under its one key
-            self._violation(f"outputs reached the plain sink under two keys: {rekeyed[:5]}")
+            refused = all(content[0] in self.refused for content in rekeyed)
+            self._violation(
+                f"outputs reached the plain sink under two keys: {rekeyed[:5]}"
+                + (" (processed again after a refusal)" if refused else "")
+            )

@@ -13,11 +13,14 @@ from typing import Any
 
 import pytest
 
+from ha.gate import OutputGate
 from ha.lease import Holder
 from ha.ports import Lease
+from ha.resends import SETTLED, DirectCopies
 from ha.roles import PlanRole
 from tests.sim.known import FIXED, OPEN, Path
 from tests.sim.member import Member
+from tests.sim.outside import Adapter
 from tests.sim.run import report, run_many
 from tests.sim.scenario import Config, Sim
 
@@ -75,7 +78,34 @@ def _death_held_against_any_process(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(PlanRole, "saw", seen_at_the_start)
 
 
+def _copies_acknowledged_from_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before its fix: a full-active-active standby acknowledges its copy as soon as it holds it."""
+    monkeypatch.setattr(DirectCopies, "outcome", lambda self, ticket: SETTLED)
+
+
+def _full_buffers_drop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before its fix: a full adapter refuses outputs, and nothing pushes back on the input."""
+    init = Adapter.__init__
+
+    def dropping(self: Adapter, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self.block = False
+
+    monkeypatch.setattr(Adapter, "__init__", dropping)
+    monkeypatch.setattr(Member, "has_room", property(lambda self: True))
+
+
+def _refused_outputs_wait_for_a_next_notifier(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before its fix: a notifier that holds its lease again after a lapse does not deliver again
+    what the fence refused meanwhile."""
+    monkeypatch.setattr(OutputGate, "redeliver", lambda self: 0)
+
+
 UNDO: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
+    "a notifier whose writes the fence refused while its lease lapsed on its own clock, and who "
+    "then renewed the same lease, never delivers those outputs again": _refused_outputs_wait_for_a_next_notifier,
+    "an output buffer (an adapter's, or a gate's held outputs) overflows: outputs are lost": _full_buffers_drop,
+    "a full-active-active standby acknowledges a copy it holds only in memory": _copies_acknowledged_from_memory,
     "a member's death is held against its next process: a lease it took after restarting is taken over early": (
         _death_held_against_any_process
     ),

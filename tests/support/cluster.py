@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -105,8 +106,8 @@ class ClusterFeeder:
     """A client in a thread sending bundles of 8 every `PAUSE` s until `stop()`, as WSO2's clients
     do in each mode: "failover" (`tcp://a|tcp://b`: to one node; a bundle that fails goes to the
     other), "active-active" (`tcp://a,tcp://b`: round robin; a bundle that fails goes to the
-    other) or "full-active-active" (`{tcp://a},{tcp://b}`: every bundle to every node that is up;
-    sent once one node acknowledged it). `first`: the node the client starts with; `acked` has
+    other) or "full-active-active" (`{tcp://a},{tcp://b}`: every bundle to every node that is up,
+    to all at once; sent once one node acknowledged it). `first`: the node the client starts with; `acked` has
     when each bundle was acknowledged (monotonic seconds)."""
 
     def __init__(
@@ -124,6 +125,7 @@ class ClusterFeeder:
         self._down_until = [0.0] * len(pair.nodes)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
+        self._pool = ThreadPoolExecutor(len(pair.nodes))
         self.error: BaseException | None = None
 
     def start(self) -> None:
@@ -132,6 +134,7 @@ class ClusterFeeder:
     def stop(self) -> int:
         self._stop.set()
         self._thread.join(60)
+        self._pool.shutdown()
         if self.error is not None:
             raise self.error
         return self.sent
@@ -146,7 +149,10 @@ class ClusterFeeder:
                 targets = (
                     list(range(len(self._clients))) if self.mode == "full-active-active" else [self._index]
                 )
-                acked = sum(self._send(i, bundle) for i in targets)
+                if len(targets) > 1:  # to every member at once, as WSO2's clients (a queue per group)
+                    acked = sum(self._pool.map(lambda i, b=bundle: self._send(i, b), targets))
+                else:
+                    acked = sum(self._send(i, bundle) for i in targets)
                 if acked:
                     self.sent += BUNDLE
                     self.acked.append(time.monotonic())

@@ -93,3 +93,40 @@ def test_a_standby_that_joined_from_a_snapshot_or_dropped_outputs_waits_for_the_
     assert gate.held == 2 and gate.covers_after == 11 and not gate.complete  # 11 was dropped
     gate.trim(11)
     assert gate.complete
+
+
+def test_a_takeover_delivers_what_is_held_up_to_its_start_and_the_rest_as_it_settles() -> None:
+    sink = Sink()
+    gate: OutputGate[int, Epoch] = OutputGate("p", sink)
+    held(gate, 1)
+    held(gate, 2)  # a copy the new notifier sequenced as it took over: not yet held by its standbys
+    gate.open(Epoch("e2"), 1)
+    assert sink.got == [(1, Epoch("e2"))]
+    gate.release(2)
+    assert sink.got == [(1, Epoch("e2")), (2, Epoch("e2"))]
+
+
+def test_a_notifier_whose_lease_lapsed_delivers_again_what_is_not_known_written() -> None:
+    sink = Sink()
+    gate: OutputGate[int, Epoch] = OutputGate("p", sink)
+    gate.open(Epoch("e1"), 0)
+    for position in (1, 2, 3):
+        held(gate, position)
+    gate.release(2)
+    gate.trim(1)  # 1 is known written; 2 was released (its write refused, say); 3 waits
+    sink.got.clear()
+    assert gate.redeliver() == 1
+    assert sink.got == [(2, Epoch("e1"))]  # not 3: its record has not settled
+    gate.close()
+    assert gate.redeliver() == 0  # a standby delivers nothing
+    assert gate.has_room
+
+
+def test_the_gate_has_room_below_half_its_bound() -> None:
+    gate: OutputGate[int, Epoch] = OutputGate("p", Sink(), max_events=4)
+    held(gate, 1, 1)
+    assert gate.has_room
+    held(gate, 2, 1)
+    assert not gate.has_room  # the node stops taking input long before anything is dropped
+    gate.trim(2)
+    assert gate.has_room and gate.dropped == 0

@@ -22,6 +22,7 @@ NUMBERS = Numbers(
     received={"temps:1.0.0": 7, "doors:1.0.0": 2},
     unrouted={"doors:1.0.0": 2},
     failed=1,
+    pushed_back=16,
     emitted={("hot", "alerts:1.0.0"): 4},
     plans={"hot": "running", "cold": "failed"},
     notifier={"hot": True, "cold": False},
@@ -64,6 +65,7 @@ def test_metrics_show_events_per_stream_and_plan_and_each_adapter_outcome() -> N
     assert samples[("cepheus_events_received_total", (("stream", "doors:1.0.0"),))] == 2
     assert samples[("cepheus_events_unrouted_total", (("stream", "doors:1.0.0"),))] == 2
     assert samples[("cepheus_events_failed_total", ())] == 1
+    assert samples[("cepheus_events_pushed_back_total", ())] == 16
     assert samples[("cepheus_events_emitted_total", (("plan", "hot"), ("stream", "alerts:1.0.0")))] == 4
     adapter = (("adapter", "alertTable"),)
     outcomes = {
