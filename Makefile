@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run replay test unit fast browser check lint typecheck contracts bench bench-spark conformance clean venv ha-faults ha-soak sim sim-long
+.PHONY: run replay test unit fast browser check lint typecheck contracts bench bench-spark conformance clean venv ha-faults ha-soak sim sim-long outage
 
 # Every target first makes sure of the venv (re-created if made from another interpreter).
 venv:
@@ -51,6 +51,12 @@ ha-faults: venv
 ## make ha-soak: two members under load for 30 minutes without faults: no role may change
 ha-soak: venv
 	CEPHEUS_HA_SOAK_SECONDS=1800 $(BIN)/pytest -q -s --require-services -m soak tests/integration/ha
+
+## make outage: a 60 s sink outage against a small adapter buffer, on one node and on a pair in each HA
+## mode: nothing lost or repeated, clients pushed back, figures printed
+outage: venv
+	CEPHEUS_OUTAGE_SECONDS=60 $(BIN)/pytest -q -s --require-services tests/integration/node/test_sink_outage.py \
+		"tests/integration/ha/test_network_faults.py::test_a_sink_outage_longer_than_the_buffer_pushes_back_on_the_client_and_loses_nothing"
 
 ## make sim SEED=N: replay one schedule of the HA simulator, step by step (a failing seed's trace)
 sim: venv

@@ -262,6 +262,11 @@ class DirectCopies:
     def held(self) -> int:
         return len(self._order)
 
+    @property
+    def waiting(self) -> bool:
+        """Whether some copy waits for its record to be settled (its client not yet answered)."""
+        return bool(self._order or self._at)
+
     def _forget(self, bundle: int, ticket: int) -> None:
         copies = self._held.get(bundle)
         if copies:

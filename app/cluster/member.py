@@ -392,10 +392,10 @@ class Cluster:
         plan.required = None  # this term has required nothing yet
         plan.fenced_at_takeover = self._fenced()  # refusals from here on withhold the watermark
         delivered = plan.gate.open(fence, after)
-        if plan.journal.taken_through > after:  # copies it held: settle them, to answer their clients
+        if plan.journal.taken_through:  # copies waiting here: settle them, to answer their clients
             threading.Thread(
                 target=self._settle_taken,
-                args=(plan, plan.journal.taken_through),
+                args=(plan, plan.sequencer, plan.journal.taken_through),
                 name=f"settle-taken-{plan.name}",
                 daemon=True,
             ).start()
@@ -406,13 +406,16 @@ class Cluster:
         )  # fmt: skip
 
     @staticmethod
-    def _settle_taken(plan: _Plan, position: int) -> None:
-        """Settle the full-active-active copies a takeover sequenced (through `position`): once
-        the standbys hold them, their clients are acknowledged; if not, they are refused."""
+    def _settle_taken(plan: _Plan, sequencer: Sequencer, position: int) -> None:
+        """Settle the log through `position` for the full-active-active copies waiting as this
+        member took over (those it sequenced, and those whose record the old notifier sent
+        without settling it): once the standbys hold it all, their clients are acknowledged."""
         try:
             plan.journal.durable(position)
+            sequencer.settle(position)  # the rule, for records of the old term as well
+            plan.journal.settled(position)
         except CEPError as exc:
-            log.info("plan %s: the copies taken over were not settled: %s", plan.name, exc)
+            log.info("plan %s: the copies waiting at the takeover were not settled: %s", plan.name, exc)
 
     def _step_down(self, plan: _Plan, *, drain: bool = False) -> None:
         """Stop notifying. `drain` (a hand-over while the lease still holds): first let the

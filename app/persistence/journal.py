@@ -120,7 +120,7 @@ class PlanJournal:
         self._settlers: dict[int, Replicas] = {}  # position → the standbys of the term that sequenced it
         self.resends: Resends | None = None  # a redundant plan's: bundles a takeover made clients resend
         self.copies: DirectCopies | None = None  # full-active-active: a standby's own copies of bundles
-        self.taken_through = 0  # the last position `lead` sequenced a copy at (to be settled)
+        self.taken_through = 0  # where `lead` left the log with copies waiting (to be settled), or 0
         self.deployed: str | None = None  # the fingerprint of the plan text its runtime runs
         first, last = input_log.bounds(plan)
         self.position = last  # the newest record appended (and processed)
@@ -360,7 +360,8 @@ class PlanJournal:
     def lead(self, term: int, replicas: Replicas | None) -> int:
         """Sequence from now on, under lease epoch `term`; the position the term starts after.
         A full-active-active standby's copies the old notifier never sequenced come first (the
-        last at `taken_through`: the caller settles it, `durable`, so their clients are answered)."""
+        log then at `taken_through` while copies wait: the caller settles it, so their clients
+        are answered)."""
         with self.lock:
             self._set_term(term)
             self.leading, self.replicas = True, replicas
@@ -377,7 +378,6 @@ class PlanJournal:
                         log.error("plan %s failed on a bundle it held for a takeover: %s", self.plan, exc)
                         position = exc.position
                     self.copies.wait_at(position, ticket)  # acknowledged once this member settles it
-                    self.taken_through = position
                 if taken:
                     log.info(
                         "plan %s: %d bundles clients sent to this node that the old notifier never sequenced "
@@ -386,6 +386,9 @@ class PlanJournal:
                     )  # fmt: skip
             if self.resends is not None:  # after the copies: a client's resend of one is known
                 self.resends.took_over(self.clock.now)
+            # copies taken, or whose record came from the old notifier unsettled, wait for this
+            # member's settling: no later bundle may come to bring it
+            self.taken_through = self.position if self.copies is not None and self.copies.waiting else 0
             return after
 
     def resume(self, term: int) -> None:

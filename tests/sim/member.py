@@ -89,7 +89,7 @@ class _Settle:
     started: float
     reply: Reply | None
     rule: Acknowledgements
-    bundle: Bundle
+    bundle: Bundle | None  # None: settling records of the old term for copies waiting at a takeover
     appended: bool = True  # the bundle is the record at `position` (not a resend taken before)
     asking: bool = False
 
@@ -363,12 +363,16 @@ class Member:
                 self.copies.wait_at(self.disk.position + 1, ticket)  # the position it is appended at
                 self._sequence(self.sim.bundles[rows[0][0]], None)
         self.resends.took_over(self.now_ms())  # after the copies: a client's resend of one is known
+        taken_through = self.disk.position if self.copies is not None and self.copies.waiting else 0
         self.epoch = epoch
         self.required = None
         self.fenced_at_takeover = self.tx.fenced + self.tx.overflow
         self.gate.open(epoch, after)
         self.sim.note_notifier(self, epoch)
         self.world.trace(f"{self.name} notifier at epoch {epoch} from position {after}")
+        if taken_through and taken_through == after:  # as the node: settle for the copies waiting
+            self.settles.append(_Settle(after, self.world.now, None, self.rule, None, appended=False))
+            self._settle_all()
 
     def _step_down(self) -> None:
         if not self.epoch:
@@ -544,13 +548,15 @@ class Member:
         if settle in self.settles:
             self.settles.remove(settle)
         if isinstance(step, Refuse):
-            self.sim.refused.add(settle.bundle.id)
+            if settle.bundle is not None:
+                self.sim.refused.add(settle.bundle.id)
             if settle.reply is not None:
                 settle.reply(False, step.why)
             return
         if not settle.rule.closed:
             if not self.role.holder.holds(self.world.now):
-                self.sim.refused.add(settle.bundle.id)
+                if settle.bundle is not None:
+                    self.sim.refused.add(settle.bundle.id)
                 if settle.reply is not None:
                     settle.reply(False, "lease ran out")
                 return
@@ -564,7 +570,7 @@ class Member:
                 if not standby.gone:
                     self.net.send(conn, self.name, (Settled(settle.position), None))
         if settle.reply is not None:
-            if settle.appended:
+            if settle.appended and settle.bundle is not None:
                 self.sim.note_acked(self, settle.position, settle.bundle)
             settle.reply(True, "")
 

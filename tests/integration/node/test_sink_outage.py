@@ -8,11 +8,12 @@ retries every refused bundle (as WSO2's publishers and Cepheus' own do). Afterwa
 must hold exactly one uninterrupted run's outputs for every acknowledged reading, the node
 must have refused bundles while the sink was away, and the adapter must never have held much
 more than its bound. The figures (refusals, longest wait for an acknowledgement, the
-adapter's peak) are printed.
+adapter's peak, the node's peak memory) are printed. `make outage` runs it with a 60 s outage.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -28,7 +29,15 @@ from tests.support.rooms import BUNDLE, Feeder, Reading, assert_exact, batch_cou
 pytestmark = [pytest.mark.mysql, pytest.mark.slow]
 
 BUFFER = 300
-OUTAGE = 5.0
+OUTAGE = float(os.environ.get("CEPHEUS_OUTAGE_SECONDS", "5"))  # `make outage` runs 60
+
+
+def _peak_rss_mib(pid: int) -> float:
+    """The process's peak resident memory (VmHWM), in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 class RetryingClient(threading.Thread):
@@ -113,6 +122,8 @@ def test_a_sink_outage_longer_than_the_buffer_slows_the_client_and_loses_nothing
             time.sleep(0.5)  # the last time batch closes 300 ms after it opened
             wait_for(lambda: batch_count(sink) >= client.sent, 30, "every reading in a time batch")
             pushed_back = node.health()["pushed_back"]
+            assert node.process is not None
+            peak_rss = _peak_rss_mib(node.process.pid)
         finally:
             watching.set()
             node.stop()
@@ -122,7 +133,7 @@ def test_a_sink_outage_longer_than_the_buffer_slows_the_client_and_loses_nothing
                 f"\n[sink down {OUTAGE:.0f} s, adapter buffer {BUFFER}] {client.sent} readings acknowledged; "
                 f"bundles refused and resent {client.refused - refused_before} ({pushed_back} events pushed "
                 f"back); longest wait for an acknowledgement {client.longest:.1f} s; the adapter held at "
-                f"most {peak[0]} records"
+                f"most {peak[0]} records; the node's peak memory {peak_rss:.0f} MiB"
             )
         assert_exact(sink, plan_input[: client.sent], base, f"{client.sent} readings")
         assert client.refused > refused_before and pushed_back > 0, "the client was never pushed back"
