@@ -130,27 +130,27 @@ class DirectCopies:
         self._held: dict[int, deque[tuple[int, Copy]]] = {}  # digest → (ticket, copy), oldest first
         self._order: deque[tuple[int, int]] = deque()  # (ticket, digest) in arrival order
         self._at: dict[int, list[tuple[int, int]]] = {}  # position → (ticket, digest) of its record
+        self._waiting: set[int] = set()  # tickets held or waiting at a position
         self._settled: set[int] = set()  # tickets settled and not yet collected by their waiters
         self._through = 0  # every position up to it is settled (in this member's log)
-        self._early: Counter[int] = Counter()  # sequenced (at that position) before their copy arrived
-        self._early_at: dict[int, deque[int]] = {}  # digest → the positions of such records, oldest first
-        self._early_order: deque[int] = deque()
+        self._early: dict[int, deque[int]] = {}  # digest → positions of records that came before their copy
+        self._early_order: deque[int] = deque()  # digests of those, oldest first (the bound)
         self.dropped = 0
 
     def arrived(self, stream: str, rows: list[tuple[Any, ...]], timestamps: list[int]) -> int:
         """Hold a copy; its ticket (ask `outcome` before the client is acknowledged)."""
         ticket = next(self._tickets)
         bundle = digest(stream, timestamps, rows)
-        if self._early[bundle] > 0:
-            position = self._early_at[bundle][0]
-            self._early[bundle] -= 1
-            self._early_at[bundle].popleft()
-            if not self._early_at[bundle]:
-                del self._early_at[bundle]
+        early = self._early.get(bundle)
+        if early:
+            position = early.popleft()
+            if not early:
+                del self._early[bundle]
             self._wait_at(position, ticket, bundle)
             return ticket
         self._held.setdefault(bundle, deque()).append((ticket, (stream, rows, timestamps)))
         self._order.append((ticket, bundle))
+        self._waiting.add(ticket)
         while len(self._order) > self._keep:
             gone, gone_bundle = self._order.popleft()
             self._forget(gone_bundle, gone)
@@ -167,43 +167,31 @@ class DirectCopies:
             self._forget(bundle, ticket)
             self._order.remove((ticket, bundle))
             self._wait_at(position, ticket, bundle)
-            return
-        self._early[bundle] += 1
-        self._early_at.setdefault(bundle, deque()).append(position)
-        self._early_order.append(bundle)
-        while len(self._early_order) > self._keep:
-            gone = self._early_order.popleft()
-            self._early[gone] -= 1
-            self._early_at[gone].popleft()
-            if self._early[gone] <= 0:
-                del self._early[gone]
-                del self._early_at[gone]
+        else:
+            self._came_early(bundle, position)
 
     def settle(self, through: int) -> None:
         """Every record up to `through` is acknowledged (`Settled`, or this member's own settling
         as the notifier)."""
         self._through = max(self._through, through)
         for position in [p for p in self._at if p <= through]:
-            self._settled.update(ticket for ticket, _ in self._at.pop(position))
+            for ticket, _ in self._at.pop(position):
+                self._waiting.discard(ticket)
+                self._settled.add(ticket)
 
     def wait_at(self, position: int, ticket: int) -> None:
         """The copy of `ticket` was sequenced at `position` (by this member, after `take`)."""
         self._wait_at(position, ticket, 0)
 
-    def _wait_at(self, position: int, ticket: int, bundle: int) -> None:
-        if position and position <= self._through:  # its copy came after the news
-            self._settled.add(ticket)
-        elif position:
-            self._at.setdefault(position, []).append((ticket, bundle))
-
     def renumbered(self) -> None:
         """This member adopted a notifier's state, another log: the positions copies waited at,
         and those of records that came before their copies, mean nothing now (the waiting
         copies' clients are refused); the state's recent bundles say again where to wait."""
+        for waiting in self._at.values():
+            self._waiting.difference_update(ticket for ticket, _ in waiting)
         self._at.clear()
         self._through = 0
         self._early.clear()
-        self._early_at.clear()
         self._early_order.clear()
 
     def take(self) -> list[tuple[int, Copy]]:
@@ -214,10 +202,10 @@ class DirectCopies:
             copies = self._held.get(bundle)
             if copies:
                 taken.append((ticket, copies.popleft()[1]))
+            self._waiting.discard(ticket)
         self._held.clear()
         self._order.clear()
         self._early.clear()  # a leader's late copies are the resend filter's (`Resends`)
-        self._early_at.clear()
         self._early_order.clear()
         return taken
 
@@ -227,11 +215,7 @@ class DirectCopies:
         if ticket in self._settled:
             self._settled.discard(ticket)
             return SETTLED
-        if any(t == ticket for t, _ in self._order) or any(
-            t == ticket for waiting in self._at.values() for t, _ in waiting
-        ):
-            return WAITING
-        return GONE
+        return WAITING if ticket in self._waiting else GONE
 
     def withdraw(self, ticket: int) -> bool:
         """Its client is refused: stop holding the copy of `ticket`. True when it was settled
@@ -239,23 +223,23 @@ class DirectCopies:
         if ticket in self._settled:
             self._settled.discard(ticket)
             return True
+        if ticket not in self._waiting:
+            return False
+        self._waiting.discard(ticket)
         for i, (held, bundle) in enumerate(self._order):
             if held == ticket:
                 del self._order[i]
                 self._forget(bundle, ticket)
                 return False
-        for position, waiting in list(self._at.items()):
-            for entry in waiting:
-                if entry[0] != ticket:
-                    continue
+        for position, waiting in self._at.items():
+            entry = next((e for e in waiting if e[0] == ticket), None)
+            if entry is not None:
                 waiting.remove(entry)
                 if not waiting:
                     del self._at[position]
                 if entry[1]:  # its record is here: the client's next copy waits for it too, not held anew
-                    self._early[entry[1]] += 1
-                    self._early_at.setdefault(entry[1], deque()).append(position)
-                    self._early_order.append(entry[1])
-                return False
+                    self._came_early(entry[1], position)
+                break
         return False
 
     @property
@@ -265,9 +249,31 @@ class DirectCopies:
     @property
     def waiting(self) -> bool:
         """Whether some copy waits for its record to be settled (its client not yet answered)."""
-        return bool(self._order or self._at)
+        return bool(self._waiting)
+
+    def _wait_at(self, position: int, ticket: int, bundle: int) -> None:
+        self._waiting.discard(ticket)
+        if position and position <= self._through:  # its copy came after the news
+            self._settled.add(ticket)
+        elif position:
+            self._at.setdefault(position, []).append((ticket, bundle))
+            self._waiting.add(ticket)
+
+    def _came_early(self, bundle: int, position: int) -> None:
+        """The record of `bundle` is here at `position` before (another) copy of it: that copy
+        waits for the record's settling instead of being held."""
+        self._early.setdefault(bundle, deque()).append(position)
+        self._early_order.append(bundle)
+        while len(self._early_order) > self._keep:
+            gone = self._early_order.popleft()
+            positions = self._early.get(gone)
+            if positions:
+                positions.popleft()
+                if not positions:
+                    del self._early[gone]
 
     def _forget(self, bundle: int, ticket: int) -> None:
+        self._waiting.discard(ticket)
         copies = self._held.get(bundle)
         if copies:
             for i, (held, _) in enumerate(copies):

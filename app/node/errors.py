@@ -6,7 +6,7 @@ CEPError (engine.errors)
 ├─ NodeError: the node cannot start or run as configured; the message says what to change
 │  └─ UnknownPlan (name): no plan of that name is deployed on this node
 └─ Busy (engine.errors)
-   └─ OutputsFull (adapter, stream_id): an output adapter the events feed is full; try again
+   └─ OutputsFull (full, stream_id): an output adapter (or held outputs) the events feed is full
 ```
 
 The refusal of an on-demand query (`OnDemandRefused`) is the console's: the node raises it
@@ -33,14 +33,15 @@ class UnknownPlan(NodeError):
 
 
 class OutputsFull(Busy):
-    """An output adapter the events would feed holds as much as it may (its target is slow or
-    down): the events were not taken; the client sends them again later."""
+    """An output adapter the events would feed, or a redundant plan's held outputs, holds as
+    much as it may (its target is slow or down): the events were not taken; the client sends
+    them again later."""
 
-    def __init__(self, adapter: str, stream_id: str, waited: float) -> None:
-        self.adapter = adapter
+    def __init__(self, full: str, stream_id: str, waited: float) -> None:
+        self.full = full
         self.stream_id = stream_id
         super().__init__(
-            f"output adapter {adapter!r} is full (its target is slow or down); the events of "
-            f"{stream_id} were not taken after waiting {waited:g} s: send them again later",
+            f"{full} is full (its target is slow or down); the events of {stream_id} were not "
+            f"taken after waiting {waited:g} s: send them again later",
             retry_after=1.0,
         )

@@ -14,8 +14,9 @@ with no notifier to take them, `NotLeading` refuses the bundle the same way.
 Backpressure: before any plan takes a bundle from a receiver, `room` (the output adapters')
 is asked to wait, at most `full_wait` seconds, until every adapter the bundle's plans feed,
 directly or through plans importing their exports, is below its bound, and so are the held
-outputs of its redundant plans (`Gate`); when one is still full, `OutputsFull` refuses the bundle (retryable: the receiver does not acknowledge it and
-its client sends it again). Admitted bundles' outputs are always taken, so an adapter that
+outputs of its redundant plans (`Gate`), all of it worked out once per routes; when one is
+still full, `OutputsFull` refuses the bundle (retryable: the receiver does not acknowledge it
+and its client sends it again). Admitted bundles' outputs are always taken, so an adapter that
 blocks never loses what a client saw acknowledged.
 
 The counts (`stats`): events received per stream, and per plan how long the bundles from
@@ -82,6 +83,20 @@ class IngressStats:
     pushed_back: int = 0  # events refused because an output adapter they feed was full
 
 
+_Admission = tuple[frozenset[str], tuple[tuple[str, Gate], ...]]  # streams fed, plans' held outputs
+
+
+def _full_gate(gates: Sequence[tuple[str, Gate]], deadline: float) -> str | None:
+    """Wait until `deadline` for every gate to have room (a gate drains as the notifier reports
+    outputs written); None, or which is still full."""
+    for plan, gate in gates:
+        while not gate.has_room():
+            if time.monotonic() >= deadline:
+                return f"the held outputs of plan {plan!r}"
+            time.sleep(GATE_POLL_SECONDS)
+    return None
+
+
 class Room(Protocol):
     """Waits up to `timeout` s until every output adapter fed by `streams` has room; None when
     they all do, else the name of one still full."""
@@ -96,8 +111,8 @@ class Ingress:
         """`room`: the output adapters' (None: nothing pushes back); `full_wait`: how long a
         bundle waits for it before it is refused."""
         self._routes: Mapping[str, tuple[Binding, ...]] = {}
-        # the routes and, per received stream or plan, the exports downstream (swapped together)
-        self._reach: tuple[Mapping[str, tuple[Binding, ...]], dict[object, frozenset[str]]] = ({}, {})
+        # the routes and, per received stream or plan, what a bundle waits for (swapped together)
+        self._reach: tuple[Mapping[str, tuple[Binding, ...]], dict[object, _Admission]] = ({}, {})
         self._room = room
         self._full_wait = full_wait
         self._now = now
@@ -113,37 +128,33 @@ class Ingress:
     def routes(self) -> Mapping[str, tuple[Binding, ...]]:
         return self._routes
 
-    def _downstream(self, streams: tuple[str, ...], key: object, included: bool = True) -> frozenset[str]:
-        """The streams exported by the plans importing `streams` and, in turn, by the plans
-        importing those (and `streams` themselves when `included`): the outputs a bundle can
-        reach, cached under `key` until the routes change."""
+    def _admission(self, key: object, plans: tuple[Binding, ...]) -> _Admission:
+        """What a bundle for `plans` waits for (cached under `key` until the routes change): the
+        streams they export and, in turn, those the plans importing them export; and the held
+        outputs of those of `plans` that are redundant."""
         routes, cache = self._reach
-        reach = cache.get(key)
-        if reach is None:
-            found, todo = set(streams if included else ()), list(streams)
+        admission = cache.get(key)
+        if admission is None:
+            todo = [s for b in plans for s in b.exports]
+            found = set(todo)
+            gates = {b.plan: b.gate for b in plans if b.gate is not None}
             while todo:
                 for binding in routes.get(todo.pop(), ()):
                     fresh = [s for s in binding.exports if s not in found]
                     found.update(fresh)
                     todo.extend(fresh)
-            reach = cache[key] = frozenset(found)
-        return reach
+            admission = cache[key] = (frozenset(found), tuple(gates.items()))
+        return admission
 
-    def _admit(
-        self, streams: frozenset[str], gates: Sequence[tuple[str, Gate]], received: str, events: int
-    ) -> None:
-        """Wait for room in the outputs of `streams` and in the plans' `gates`; `OutputsFull`
-        when there is none."""
-        full = None
-        if self._room is not None and streams:
-            deadline = time.monotonic() + self._full_wait
-            full = self._room(streams, self._full_wait)
-            for plan, gate in gates if full is None else ():
-                while not gate.has_room():  # a gate drains as the notifier reports outputs written
-                    if time.monotonic() >= deadline:
-                        full = f"the held outputs of plan {plan}"
-                        break
-                    time.sleep(GATE_POLL_SECONDS)
+    def _admit(self, admission: _Admission, received: str, events: int) -> None:
+        """Wait for room in the outputs and held outputs of `admission`; `OutputsFull` when
+        one is still full after `full_wait`."""
+        if self._room is None:
+            return
+        streams, gates = admission
+        deadline = time.monotonic() + self._full_wait
+        adapter = self._room(streams, self._full_wait) if streams else None
+        full = f"output adapter {adapter!r}" if adapter is not None else _full_gate(gates, deadline)
         if full is not None:
             with self._stats_lock:
                 self._stats.pushed_back += events
@@ -153,13 +164,11 @@ class Ingress:
         """Wait for room in what plan `plan` feeds (a bundle a standby relayed to it);
         `OutputsFull` when there is none."""
         routes, cache = self._reach
-        binding = next((b for bs in routes.values() for b in bs if b.plan == plan), None)
-        if binding is None:
-            return
-        reach = cache.get(("plan", plan))
-        if reach is None:
-            reach = self._downstream(binding.exports, ("plan", plan))
-        self._admit(reach, () if binding.gate is None else ((plan, binding.gate),), plan, events)
+        admission = cache.get(("plan", plan))
+        if admission is None:
+            binding = next((b for bs in routes.values() for b in bs if b.plan == plan), None)
+            admission = self._admission(("plan", plan), () if binding is None else (binding,))
+        self._admit(admission, plan, events)
 
     def publish_wire(self, events: Sequence[WireEvent]) -> None:
         """One Thrift bundle: meta, correlation and payload values flatten into plan rows."""
@@ -277,8 +286,7 @@ class Ingress:
         received on, counted with the time each plan took; None (forwarded by a plan, or a
         redeployed plan's retry): untimed, and the statistics lock is taken only on a failure."""
         if received is not None:
-            gates = [(b.plan, b.gate) for b in bindings if b.gate is not None]
-            self._admit(self._downstream((received,), received, False), gates, received, len(rows))
+            self._admit(self._admission(received, bindings), received, len(rows))
             self.tracer.record(received, rows, timestamps)
         logged: list[tuple[PlanJournal, int]] = []
         refused: InputLogError | NotLeading | None = None

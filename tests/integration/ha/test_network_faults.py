@@ -25,14 +25,16 @@ import os
 import signal
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from app.config import HA
-from tests.support.cluster import plan_status
+from tests.support.cluster import ClusterFeeder, plan_status
 from tests.support.databases import isolated_database
-from tests.support.faults import Rig, fenced_in_log, log_size, wait_until
+from tests.support.faults import Rig, Watch, fenced_in_log, log_size, wait_until
+from tests.support.nodes import NodeProcess
 
 pytestmark = [pytest.mark.slow, pytest.mark.ha, pytest.mark.mysql]
 
@@ -245,22 +247,41 @@ def test_a_registry_outage_stops_notifications_within_a_lease_and_loses_nothing(
     assert watch.overlap() == 0
 
 
+@dataclass
+class _SinkDown:
+    notifier: NodeProcess
+    old: int  # its index
+    watch: Watch
+    feeder: ClusterFeeder
+    lease_before: tuple[str, int] | None
+    resent_before: int
+    cut: float
+    healed: float
+
+
+def _sink_down(rig: Rig, seconds: float) -> _SinkDown:
+    """Start the pair and the client; after a second, the sink down for `seconds`, then back."""
+    notifier, _ = rig.start()
+    assert rig.watch is not None
+    feeder = rig.feed(notifier)
+    time.sleep(1.0)
+    lease_before, resent_before = rig.lease(), feeder.resent
+    cut = time.monotonic()
+    rig.sink_proxy.cut()
+    time.sleep(seconds)
+    healed = time.monotonic()
+    rig.sink_proxy.heal()
+    old = rig.nodes.index(notifier)
+    return _SinkDown(notifier, old, rig.watch, feeder, lease_before, resent_before, cut, healed)
+
+
 @pytest.mark.parametrize("mode", ["active-active"])
 def test_a_sink_outage_fails_nothing_over_and_the_adapter_delivers_everything_after(
     rig: Rig, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    notifier, _ = rig.start()
-    watch = rig.watch
-    assert watch is not None
-    old = rig.nodes.index(notifier)
-    feeder = rig.feed(notifier)
-    time.sleep(1.0)
-    lease_before = rig.lease()
-    cut = time.monotonic()
-    rig.sink_proxy.cut()
-    time.sleep(FAULT)
-    healed = time.monotonic()
-    rig.sink_proxy.heal()
+    down = _sink_down(rig, FAULT)
+    notifier, watch, feeder, cut, healed = down.notifier, down.watch, down.feeder, down.cut, down.healed
+    lease_before, old = down.lease_before, down.old
     drained = wait_until(
         lambda: watch.increases(watch.rows, healed) and plan_status(notifier).get("role") == "notifier", 20
     )
@@ -291,18 +312,9 @@ OUTAGE = float(os.environ.get("CEPHEUS_OUTAGE_SECONDS", FAULT))  # `make outage`
 def test_a_sink_outage_longer_than_the_buffer_pushes_back_on_the_client_and_loses_nothing(
     rig: Rig, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    notifier, _ = rig.start()
-    watch = rig.watch
-    assert watch is not None
-    old = rig.nodes.index(notifier)
-    feeder = rig.feed(notifier)
-    time.sleep(1.0)
-    resent_before = feeder.resent
-    cut = time.monotonic()
-    rig.sink_proxy.cut()
-    time.sleep(OUTAGE)
-    healed = time.monotonic()
-    rig.sink_proxy.heal()
+    down = _sink_down(rig, OUTAGE)
+    watch, feeder, cut, healed, old = down.watch, down.feeder, down.cut, down.healed, down.old
+    resent_before = down.resent_before
     drained = wait_until(lambda: watch.increases(watch.rows, healed), 20)
     time.sleep(1.0)  # the client's refused bundles are taken again
     sent = rig.finish()
