@@ -28,7 +28,7 @@ from collections import Counter, deque
 from collections.abc import Sequence
 from typing import Any
 
-Copy = tuple[str, list[tuple[Any, ...]], list[int]]  # stream, rows, timestamps
+Copy = tuple[str, list[tuple[Any, ...]], list[int], tuple[Any, ...]]  # stream, rows, timestamps, senders
 SETTLED, WAITING, GONE = "settled", "waiting", "gone"  # what became of a direct copy (`DirectCopies`)
 
 
@@ -137,8 +137,11 @@ class DirectCopies:
         self._early_order: deque[int] = deque()  # digests of those, oldest first (the bound)
         self.dropped = 0
 
-    def arrived(self, stream: str, rows: list[tuple[Any, ...]], timestamps: list[int]) -> int:
-        """Hold a copy; its ticket (ask `outcome` before the client is acknowledged)."""
+    def arrived(
+        self, stream: str, rows: list[tuple[Any, ...]], timestamps: list[int], senders: tuple[Any, ...] = ()
+    ) -> int:
+        """Hold a copy; its ticket (ask `outcome` before the client is acknowledged). `senders`:
+        who sent its events (`adapters.senders`), kept with it."""
         ticket = next(self._tickets)
         bundle = digest(stream, timestamps, rows)
         early = self._early.get(bundle)
@@ -148,7 +151,7 @@ class DirectCopies:
                 del self._early[bundle]
             self._wait_at(position, ticket, bundle)
             return ticket
-        self._held.setdefault(bundle, deque()).append((ticket, (stream, rows, timestamps)))
+        self._held.setdefault(bundle, deque()).append((ticket, (stream, rows, timestamps, senders)))
         self._order.append((ticket, bundle))
         self._waiting.add(ticket)
         while len(self._order) > self._keep:

@@ -7,7 +7,9 @@ the receiver still takes events. A body nesting deeper than `max_json_depth` is 
 before it is parsed. The whole request is checked before any event is accepted (all or
 nothing); the reply is `{"accepted": n}`, or an error object with a message naming the event
 and attribute. Events the node cannot take now (`engine.errors.Busy`: an output adapter they
-feed is full) get 503 with `Retry-After`; none of them was taken. Event formats:
+feed is full) get 503 with `Retry-After`; none of them was taken. A client that names itself
+sends `Cepheus-From: major.minor@sender` for the body's first event (`adapters.senders`): the
+events it sent before and sends again (a lost reply) are then taken once. Event formats:
 `adapters.http.events`.
 """
 
@@ -24,6 +26,7 @@ from flask import Blueprint, Response, request
 from adapters.http.events import EventFormatError, Row, StreamShape, rows_from_json
 from adapters.http.json_body import JsonBodyError, load_json
 from adapters.http.replies import json_error
+from adapters.senders import FROM_HEADER, IdentityError, Runs, parse_from
 from engine.errors import Busy
 
 
@@ -36,7 +39,7 @@ class Streams:
     """Where events go: the node's registered streams and its ingress."""
 
     find: Callable[[str], StreamShape | None]  # a stream by id (name:version); None when not defined
-    publish: Callable[[str, list[Row], list[int]], None]  # rows of a stream with their timestamps (ms)
+    publish: Callable[[str, list[Row], list[int], Runs], None]  # rows of a stream, timestamps (ms), senders
     now_ms: Callable[[], int] = wall_ms  # the timestamp of an event that gives none
 
 
@@ -74,8 +77,8 @@ def events_blueprint(
         except JsonBodyError as exc:
             return json_error(400, str(exc))
         try:
-            accepted = publish_json(streams, stream_id, body)
-        except (EventFormatError, LookupError) as exc:
+            accepted = publish_json(streams, stream_id, body, request.headers.get(FROM_HEADER))
+        except (EventFormatError, LookupError, IdentityError) as exc:
             return json_error(400, str(exc))
         except Busy as exc:  # not taken, nothing kept: the client sends the same events again
             return json_error(503, str(exc), {"Retry-After": str(max(1, math.ceil(exc.retry_after)))})
@@ -84,14 +87,16 @@ def events_blueprint(
     return bp
 
 
-def publish_json(streams: Streams, stream_id: str, body: object) -> int:
+def publish_json(streams: Streams, stream_id: str, body: object, sent_from: str | None = None) -> int:
     """Events of a JSON body into `stream_id` (all or none); how many. Raises `LookupError` for a
-    stream not defined, `EventFormatError` naming the event and attribute."""
+    stream not defined, `EventFormatError` naming the event and attribute, `IdentityError` for
+    a `sent_from` (the `Cepheus-From` header) that does not read."""
     stream = streams.find(stream_id)
     if stream is None:
         msg = f"stream {stream_id} is not defined"
         raise LookupError(msg)
     rows, stamps = rows_from_json(body, stream)
+    senders = () if sent_from is None or not rows else (parse_from(sent_from, len(rows)),)
     now = streams.now_ms()
-    streams.publish(stream_id, rows, [now if t is None else t for t in stamps])
+    streams.publish(stream_id, rows, [now if t is None else t for t in stamps], senders)
     return len(rows)

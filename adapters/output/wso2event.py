@@ -1,16 +1,25 @@
 """The `wso2event` output adapter: WSO2Event records (from the wso2event formatter) to
 other Data Bridge receivers through the Thrift forwarder (load balancing, fail-over,
 reconnection, bounded buffer). One forwarder per outgoing stream, created when the node
-registers the stream's definition. Origins are ignored: a receiver cannot say what it
-already has, so a replay after a restart is sent again (at-least-once).
+registers the stream's definition.
+
+Every event leaves with its sender identity (`adapters.senders`): a record with an origin
+as `position.index@route|log`, the same on every member of an HA group and on every replay,
+so a receiving Cepheus node takes each output once however often it is sent (after a
+restart, a takeover, a lost acknowledgement); a record without one (a plan without input
+log) numbered by this adapter for as long as it runs. A stock WSO2 receiver keeps the key
+in the event's arbitrary data. A notifier's fence is asked when a record is queued and
+again before each bundle is sent, so a deposed notifier sends nothing more.
 Imports `formatters` and `adapters.thrift`.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,9 +30,11 @@ from adapters.output.base import (
     Fence,
     Origins,
     RecordError,
+    Run,
     check_origins,
 )
 from adapters.output.buffered import ON_FULL
+from adapters.senders import marked
 from adapters.thrift.definitions import WireStreamDefinition
 from adapters.thrift.events import WireEvent
 from adapters.thrift.forwarder import ForwarderSettings, Wso2EventForwarder
@@ -68,6 +79,8 @@ class Wso2EventAdapter:
         self._stopped = False
         self._published = 0
         self._fenced = 0
+        self._sender = f"{name}~{uuid.uuid4().hex[:16]}"  # names the records without origin
+        self._numbers = itertools.count()
 
     def register_stream(self, definition: WSO2StreamDefinition) -> None:
         """The outgoing stream a formatter feeds into this adapter."""
@@ -98,20 +111,26 @@ class Wso2EventAdapter:
         if self._stopped:
             msg = f"output adapter {self.name!r} is stopped"
             raise AdapterStopped(msg)
-        check_origins(self.name, records, origins)  # refuse what other adapters refuse; then ignore them
+        runs = check_origins(self.name, records, origins)
         by_stream: dict[str, list[WireEvent]] = {}
-        for record in records:
+        follows: dict[str, tuple[str, int, int]] = {}  # per stream: the identity the next event continues
+        for record, (sender, major, minor) in zip(records, self._identities(runs, len(records)), strict=True):
             if not isinstance(record, WSO2Event):
                 msg = f"output adapter {self.name!r} takes wso2event records, got {type(record).__name__}"
                 raise RecordError(msg)
-            by_stream.setdefault(record.stream_id, []).append(
+            stream = record.stream_id
+            arbitrary = record.arbitrary or None
+            if follows.get(stream) != (sender, major, minor):
+                arbitrary = marked(arbitrary, f"{major}.{minor}@{sender}")
+            follows[stream] = (sender, major, minor + 1)
+            by_stream.setdefault(stream, []).append(
                 WireEvent(
-                    record.stream_id,
+                    stream,
                     record.timestamp,
                     record.meta or None,
                     record.correlation or None,
                     record.payload or None,
-                    record.arbitrary or None,
+                    arbitrary,
                 )
             )
         if fence is not None:
@@ -125,9 +144,20 @@ class Wso2EventAdapter:
             if forwarder is None:
                 msg = f"output adapter {self.name!r}: stream {stream} was never registered"
                 raise RecordError(msg)
-            forwarder.publish(events)
+            forwarder.publish(events, fence)
         self._published += len(records)
         return len(records)
+
+    def _identities(self, runs: list[Run] | None, count: int) -> list[tuple[str, int, int]]:
+        """Each record's identity: its origin's, or a number of this adapter's."""
+        out: list[tuple[str, int, int]] = []
+        for origin, n in runs or [(None, count)]:
+            if origin is None:
+                out += [(self._sender, 0, next(self._numbers)) for _ in range(n)]
+            else:
+                sender = f"{origin.source}|{origin.log_id}"
+                out += [(sender, origin.position, origin.index + k) for k in range(n)]
+        return out
 
     def room(self, timeout: float) -> bool:
         """Wait up to `timeout` s until every forwarder's buffer is below `buffer_events`."""
@@ -148,7 +178,7 @@ class Wso2EventAdapter:
 
     @property
     def stats(self) -> AdapterStats:
-        totals = {"sent": 0, "dropped": 0, "rejected": 0, "pending": 0}
+        totals = {"sent": 0, "dropped": 0, "rejected": 0, "pending": 0, "fenced": 0}
         for forwarder in self._forwarders.values():
             for key, value in forwarder.stats().items():
                 totals[key] = totals.get(key, 0) + value
@@ -157,6 +187,6 @@ class Wso2EventAdapter:
             written=totals["sent"],
             overflow=totals["dropped"],
             rejected=totals["rejected"],
-            fenced=self._fenced,
+            fenced=self._fenced + totals["fenced"],
             pending=totals["pending"],
         )

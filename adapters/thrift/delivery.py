@@ -9,6 +9,13 @@ sender that `block`s, taken all the same, its caller keeping the bound by asking
 (the node's wso2event adapter: backpressure on the node's input instead of loss). The
 forwarder drives one per group, and so does the client publisher (`publisher`), which hears of
 every acknowledged or rejected stretch of the buffer through `on_done`.
+
+Events that carry their sender's identity (`adapters.senders`: a key on the first event of
+each run) keep it whatever bundle they leave in: a bundle that starts inside a run gets the
+key of its first event added, so the receiver can tell every event it already has. Events
+offered with a `fence` (an HA notifier's) are sent only while it lets them: it is asked
+again before each bundle, and the events whose fence refuses are dropped (`fenced`), not
+sent by a member that no longer notifies.
 """
 
 from __future__ import annotations
@@ -20,7 +27,9 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import islice
+from typing import Any
 
+from adapters.senders import FROM_KEY, marked, parse_from
 from adapters.thrift.client import DataBridgeClient
 from adapters.thrift.endpoints import Endpoint, ReceiverGroup
 from adapters.thrift.errors import EventEncodingError, RemoteApplicationError, UndefinedEventType
@@ -89,23 +98,32 @@ class GroupSender:
         self._bundle_size = bundle_size
         self._retry_initial, self._retry_max = retry_initial, retry_max
         self._buffer: deque[WireEvent] = deque()
+        self._fences: deque[list[Any]] = deque()  # [fence or None, events] over the buffer, in order
+        self._next_id: tuple[str, int, int] | None = None  # the identity an unkeyed head event has
         self._cond = threading.Condition()
         self._stopping = False
         self._next = 0
         self._attempts = 0
         self._last_overflow_log = 0.0
         self._thread = threading.Thread(target=self._run, name=f"{kind}-{name}", daemon=True)
-        self.sent = self.dropped = self.rejected = 0
+        self.sent = self.dropped = self.rejected = self.fenced = 0
 
     def start(self) -> None:
         self._thread.start()
 
-    def offer(self, events: Sequence[WireEvent]) -> int:
+    def offer(self, events: Sequence[WireEvent], fence: Callable[[None], object] | None = None) -> int:
         """Buffer what fits of `events` (the first ones); count the rest as dropped. Returns how
-        many were buffered."""
+        many were buffered. `fence`: raises when they may no longer be sent (asked before each
+        bundle)."""
         with self._cond:
             room = len(events) if self._block else self._capacity - len(self._buffer)
-            self._buffer.extend(events if len(events) <= room else events[: max(room, 0)])
+            taken = len(events) if len(events) <= room else max(room, 0)
+            self._buffer.extend(events if taken == len(events) else events[:taken])
+            if taken:
+                if self._fences and self._fences[-1][0] is fence:
+                    self._fences[-1][1] += taken
+                else:
+                    self._fences.append([fence, taken])
             self._cond.notify()
             lost = len(events) - max(room, 0)
             if lost > 0:
@@ -168,12 +186,58 @@ class GroupSender:
                 self._cond.wait_for(lambda: self._buffer or self._stopping)
                 if self._stopping:
                     return
-                batch = list(islice(self._buffer, self._bundle_size))
+                batch = self._batch()
+            if not batch:
+                continue
             receiver = self._pick()
             if receiver is None:
                 self._pause()
                 continue
             self._send(receiver, batch)
+
+    def _batch(self) -> list[WireEvent]:
+        """(Under the lock.) The next bundle: events of one fence, after dropping those whose
+        fence refuses; its first event keyed when it continues a sender's run."""
+        while self._fences:
+            fence, count = self._fences[0]
+            if fence is None:
+                break
+            try:
+                fence(None)
+                break
+            except Exception:  # noqa: BLE001 - the fence's verdict: not to be sent by this member
+                self._pop(count)
+                self.fenced += count
+                self._cond.notify_all()
+        if not self._buffer:
+            return []
+        batch = list(islice(self._buffer, min(self._bundle_size, self._fences[0][1])))
+        head = batch[0].arbitrary
+        if self._next_id is not None and (head is None or FROM_KEY not in head):
+            sender, major, minor = self._next_id
+            batch[0] = batch[0]._replace(arbitrary=marked(head, f"{major}.{minor}@{sender}"))
+        return batch
+
+    def _pop(self, n: int) -> None:
+        """(Under the lock.) Drop the oldest `n` events, keeping track of the identity the new
+        head continues (from the last keyed event among them)."""
+        popped = [self._buffer.popleft() for _ in range(n)]
+        while n:
+            segment = self._fences[0]
+            k = min(n, segment[1])
+            segment[1] -= k
+            n -= k
+            if not segment[1]:
+                self._fences.popleft()
+        for back, event in enumerate(reversed(popped)):
+            data = event.arbitrary
+            if data is not None and FROM_KEY in data:
+                run = parse_from(data[FROM_KEY])
+                self._next_id = None if not run.sender else (run.sender, run.major, run.minor + back + 1)
+                return
+        if self._next_id is not None:
+            sender, major, minor = self._next_id
+            self._next_id = (sender, major, minor + len(popped))
 
     def _pick(self) -> _Receiver | None:
         now = time.monotonic()
@@ -219,8 +283,7 @@ class GroupSender:
 
     def _finish(self, receiver: _Receiver, n: int, rejected: Exception | None = None) -> None:
         with self._cond:
-            for _ in range(n):
-                self._buffer.popleft()
+            self._pop(n)
             self._attempts = 0
             if rejected is None:
                 self.sent += n

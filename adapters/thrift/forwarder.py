@@ -131,9 +131,12 @@ class Wso2EventForwarder:
         self._started = True
         log.info("%s %s started towards %s", self._kind, self.stream_id, self.settings.receiver_url)
 
-    def publish(self, events: Iterable[WireEvent]) -> list[int]:
+    def publish(
+        self, events: Iterable[WireEvent], fence: Callable[[None], object] | None = None
+    ) -> list[int]:
         """Queue events for every group; ones of another stream id are sent as this stream.
-        Returns how many each group buffered (the first ones; it dropped the rest)."""
+        Returns how many each group buffered (the first ones; it dropped the rest). `fence`
+        raises when they may no longer be sent (`GroupSender.offer`)."""
         if not self._started:
             msg = f"forwarder {self.stream_id} is not started; call start() first"
             raise AdapterError(msg)
@@ -142,7 +145,7 @@ class Wso2EventForwarder:
             events = list(events)
         if any(e[0] != sid for e in events):
             events = [e if e[0] == sid else e._replace(stream_id=sid) for e in events]
-        return [sender.offer(events) for sender in self.senders]
+        return [sender.offer(events, fence) for sender in self.senders]
 
     def room(self, timeout: float) -> bool:
         """Wait up to `timeout` s until every group's buffer is below its capacity; whether it is."""
@@ -165,9 +168,11 @@ class Wso2EventForwarder:
         self._started = False
 
     def stats(self) -> dict[str, int]:
-        """Events sent, dropped (buffer full), rejected (`ue`) and still pending, over all groups."""
+        """Events sent, dropped (buffer full), rejected (`ue`), fenced (no longer to be sent by
+        this node) and still pending, over all groups."""
         return {
             "sent": sum(s.sent for s in self.senders),
+            "fenced": sum(s.fenced for s in self.senders),
             "dropped": sum(s.dropped for s in self.senders),
             "rejected": sum(s.rejected for s in self.senders),
             "pending": sum(s.pending() for s in self.senders),

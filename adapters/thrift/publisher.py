@@ -10,7 +10,9 @@ background; `close(timeout)` waits that long for the groups that are behind and 
 
 Within a group, `|` sends to the first receiver and moves to the next only when a call fails
 (refused, closed, timed out); the bundle that was not acknowledged is resent there (at least
-once: the receiving side dedupes). `,` sends the bundles round robin. Every receiver of every
+once: a Cepheus receiver takes each event once, for every event names its sender: this
+publisher, by a name of its own, and its number, `adapters.senders`; other receivers may
+take a resent bundle twice). `,` sends the bundles round robin. Every receiver of every
 group gets `prepare(client)` (by default `defineStream`) on each new connection, before any
 event. Imports only `engine.errors` outside this package.
 """
@@ -19,12 +21,14 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
+from adapters.senders import marked
 from adapters.thrift.client import DataBridgeClient
 from adapters.thrift.definitions import WireStreamDefinition
 from adapters.thrift.delivery import ReceiverState
@@ -96,10 +100,13 @@ class Publisher:
         *,
         define_stream: bool = True,
         prepare: Callable[[DataBridgeClient], None] | None = None,
+        name: str | None = None,
     ) -> None:
         """`settings.receiver_url` (and `authenticator_url`) in WSO2's syntax. On every new
         connection: `prepare(client)` if given, else `defineStream` unless not `define_stream`
-        (the receivers know the stream already, as for Gen-2 clients)."""
+        (the receivers know the stream already, as for Gen-2 clients). `name`: the sender name
+        its events carry (default: one of its own, unique to this publisher)."""
+        self.name = name or f"publisher~{uuid.uuid4().hex}"
         self._forwarder = Wso2EventForwarder(
             settings,
             definition,
@@ -137,6 +144,9 @@ class Publisher:
         with self._cond:
             start, end = self._next, self._next + len(events)
             self._next = end
+        first = events[0]
+        events = [first._replace(arbitrary=marked(first.arbitrary, f"0.{start}@{self.name}")), *events[1:]]
+        with self._cond:
             for waiting in self._waiting:  # before the senders can acknowledge any of them
                 waiting.append([start, end])
         before = [[r.failures for r in s.receivers()] for s in senders]

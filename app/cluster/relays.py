@@ -20,6 +20,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from adapters.senders import Runs
 from app.cluster.errors import PeerError
 from app.cluster.peers import Connection, connect
 from app.cluster.settings import ClusterSettings
@@ -65,9 +66,11 @@ class Relays:
     def relay_for(self, name: str) -> Relay:
         """What plan `name`'s journal calls, while this member follows, for a bundle clients sent here."""
 
-        def relay(stream: str, rows: list[tuple[Any, ...]], timestamps: list[int]) -> None:
+        def relay(
+            stream: str, rows: list[tuple[Any, ...]], timestamps: list[int], senders: Runs = ()
+        ) -> None:
             deadline = time.monotonic() + RELAY_WAIT_SECONDS
-            body = encode(Events(stream, timestamps, rows, 0))
+            body = encode(Events(stream, timestamps, rows, 0, senders=senders))
             relay_id = f"{self._incarnation}:{next(self._ids)}"  # the same for every attempt
             while True:
                 if self._leading(name) is not False:
@@ -132,7 +135,9 @@ class Relays:
                     raise CEPError(msg)
                 self._admit(message.plan, len(record.rows))
                 try:
-                    position = journal.send(record.stream, record.rows, record.timestamps, forward=False)
+                    position = journal.send(
+                        record.stream, record.rows, record.timestamps, forward=False, senders=record.senders
+                    )
                 except BundleFailed as exc:  # taken (and failed as a replay will): not to be sent again
                     log.error("plan %s failed on relayed events: %s", message.plan, exc)
                     position = exc.position

@@ -218,6 +218,8 @@ class Sequencer:
                 return
             resume = resumes(request, journal.log_id, journal.term, first, journal.position)
             state = None if resume else journal._runtime().capture()
+            if state is not None:
+                state.annex["senders"] = journal.senders.state()
             carried, delivered, covers = self.gate.carried() if state is not None else ([], 0, 0)
             start = request.position if resume else journal.position
             log_id, term, clock = journal.log_id, journal.term, journal.clock.now
@@ -396,9 +398,14 @@ class Follower:
                     connection.send(Ack(journal.position, self.gate.complete))
             elif isinstance(message, State):
                 self.ended_live = False
-                self._install(message.body)
+                annex = self._install(message.body)
                 journal.adopt(
-                    message.log_id, message.position, message.clock, message.term, list(message.recent)
+                    message.log_id,
+                    message.position,
+                    message.clock,
+                    message.term,
+                    list(message.recent),
+                    annex.get("senders", ()) if isinstance(annex, dict) else (),
                 )
                 if self._resyncs == resyncs:
                     self._fresh = False

@@ -19,6 +19,11 @@ still full, `OutputsFull` refuses the bundle (retryable: the receiver does not a
 and its client sends it again). Admitted bundles' outputs are always taken, so an adapter that
 blocks never loses what a client saw acknowledged.
 
+Senders that name their events (`adapters.senders`: Cepheus' publisher, a Cepheus node's
+wso2event adapter, an HTTP client with `Cepheus-From`) are taken once per plan: a plan with a
+journal leaves out, under its lock, the events at or before its mark for their sender (the
+marks go with its log and snapshots); a plan without one keeps its marks here, in memory.
+
 The counts (`stats`): events received per stream, and per plan how long the bundles from
 receivers took in its send (a `LatencyHistogram`); one acquisition of the statistics lock per
 bundle covers them all. A plan fed by another plan's export is timed inside that plan's send.
@@ -34,6 +39,7 @@ from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any, Protocol
 
+from adapters.senders import Runs, SenderMarks, runs_of
 from adapters.thrift import Column, WireEvent, WireEvents
 from adapters.wording import counted
 from app.node.errors import OutputsFull
@@ -119,6 +125,8 @@ class Ingress:
         self._stats_lock = threading.Lock()
         self._stats = IngressStats()
         self._latency: dict[str, LatencyHistogram] = {}  # per plan, under the statistics lock
+        self._marks: dict[str, tuple[threading.Lock, SenderMarks]] = {}  # plans without a journal
+        self._marks_lock = threading.Lock()
         self.tracer = Tracer()
 
     def set_routes(self, routes: Mapping[str, tuple[Binding, ...]]) -> None:
@@ -184,12 +192,13 @@ class Ingress:
         groups: dict[str, list[WireEvent]] = {}
         for e in events:
             groups.setdefault(e.stream_id, []).append(e)
-        for stream_id, group in groups.items():
+        for stream_id, group in groups.items():  # (Cepheus' senders send one stream per bundle)
             self._publish_wire_group(stream_id, group)
 
     def _publish_wire_group(
         self, stream_id: str, events: Sequence[WireEvent], routed: tuple[Binding, ...] | None = None
     ) -> None:
+        """`IdentityError` when an event's sender identity cannot be read."""
         bindings = self._routes.get(stream_id, ()) if routed is None else routed
         if not bindings:
             self._tally(stream_id, len(events))
@@ -201,7 +210,8 @@ class Ingress:
             rows = [(e.meta or ()) + (e.correlation or ()) + (e.payload or ()) for e in events]
         now = self._now()
         timestamps = [e.timestamp or now for e in events]
-        self._send(bindings, rows, timestamps, received=stream_id)
+        senders = () if sample.arbitrary is None else runs_of([e.arbitrary for e in events])
+        self._send(bindings, rows, timestamps, received=stream_id, senders=senders)
 
     def _publish_wire_columns(self, stream_id: str, events: WireEvents) -> None:
         """A bundle of one stream decoded by columns: rows and timestamps from its columns,
@@ -223,21 +233,47 @@ class Ingress:
             timestamps = [t or now for t in stamps]
         else:
             timestamps = list(stamps)
-        self._send(bindings, rows, timestamps, columns, received=stream_id)
+        first = events[0].arbitrary
+        senders = () if first is None else runs_of([e.arbitrary for e in events])
+        self._send(bindings, rows, timestamps, columns, received=stream_id, senders=senders)
 
-    def publish_rows(self, stream_id: str, rows: list[Row], timestamps: list[int] | None = None) -> None:
+    def publish_rows(
+        self, stream_id: str, rows: list[Row], timestamps: list[int] | None = None, senders: Runs = ()
+    ) -> None:
         """Rows already in the stream's flattened attribute order (HTTP, plan chaining)."""
         bindings = self._routes.get(stream_id, ())
         if not bindings:
             self._tally(stream_id, len(rows))
             return
-        self._send(bindings, rows, timestamps if timestamps is not None else self._now(), received=stream_id)
+        now = timestamps if timestamps is not None else self._now()
+        self._send(bindings, rows, now, received=stream_id, senders=senders)
 
     def forward(self, stream_id: str, rows: list[Row], timestamps: list[int], source: str) -> None:
         """Output of plan `source` into the other plans importing the same stream."""
         bindings = tuple(b for b in self._routes.get(stream_id, ()) if b.plan != source)
         if bindings:
             self._send(bindings, rows, timestamps)
+
+    def _send_marked(
+        self, binding: Binding, rows: list[Row], timestamps: list[int] | int, senders: Runs
+    ) -> None:
+        """A plan without a journal: only the events past its marks (kept here) go in."""
+        with self._marks_lock:
+            lock, marks = self._marks.get(binding.plan) or self._marks.setdefault(
+                binding.plan, (threading.Lock(), SenderMarks())
+            )
+        with lock:
+            keep, kept = marks.fresh(senders, len(rows))
+            if keep is not None:
+                if not keep:
+                    return
+                rows = [row for start, stop in keep for row in rows[start:stop]]
+                if not isinstance(timestamps, int):
+                    timestamps = [t for start, stop in keep for t in timestamps[start:stop]]
+            try:
+                binding.runtime.send(binding.stream, rows, timestamps)
+            finally:  # failed or not, it was taken: the client is acknowledged
+                marks.advance(kept)
 
     def _redeployed(self, binding: Binding) -> Binding | None:
         for current in self._routes.get(binding.stream_id, ()):
@@ -281,8 +317,9 @@ class Ingress:
         timestamps: list[int] | int,
         columns: tuple[Column, ...] | None = None,
         received: str | None = None,
+        senders: Runs = (),
     ) -> None:
-        """Run `rows` through every plan of `bindings`. `received`: the stream they were
+        """Run `rows` through every plan of `bindings` (`senders`: who sent them). `received`: the stream they were
         received on, counted with the time each plan took; None (forwarded by a plan, or a
         redeployed plan's retry): untimed, and the statistics lock is taken only on a failure."""
         if received is not None:
@@ -306,7 +343,7 @@ class Ingress:
             for binding in bindings:
                 started = perf_counter()
                 try:
-                    failed += self._send_one(binding, rows, timestamps, columns, logged)
+                    failed += self._send_one(binding, rows, timestamps, columns, logged, senders)
                 except (InputLogError, NotLeading) as exc:  # not logged, so not processed: refuse the bundle
                     refused = exc
                     log.error("plan %s refused %s: %s", binding.plan, counted(len(rows), "event"), exc)
@@ -327,15 +364,19 @@ class Ingress:
         timestamps: list[int] | int,
         columns: tuple[Column, ...] | None,
         logged: list[tuple[PlanJournal, int]],
+        senders: Runs = (),
     ) -> int:
         """Run `rows` through one plan; how many of them failed in it. `InputLogError` and
         `NotLeading` (not logged, so not processed) propagate."""
         journal = binding.journal
         try:
-            if journal is None:
-                binding.runtime.send(binding.stream, rows, timestamps)
+            if journal is not None:
+                position = journal.send(binding.stream, rows, timestamps, columns, senders=senders)
+                logged.append((journal, position))
+            elif senders:
+                self._send_marked(binding, rows, timestamps, senders)
             else:
-                logged.append((journal, journal.send(binding.stream, rows, timestamps, columns)))
+                binding.runtime.send(binding.stream, rows, timestamps)
         except (InputLogError, NotLeading):
             raise
         except BundleFailed as exc:  # logged, and failed as a replay will: durable all the same

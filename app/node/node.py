@@ -185,12 +185,13 @@ class Node:
             timing=Timing(ha.lease_ms, ha.renew_ms, ha.margin_ms),
         )
 
-    def _install_notifiers_state(self, name: str, blob: bytes) -> None:
+    def _install_notifiers_state(self, name: str, blob: bytes) -> dict[str, Any]:
         """A standby of redundant plan `name` takes its notifier's state: all of it, or it is no
-        copy of the notifier (`StateDoesNotFit`)."""
+        copy of the notifier (`StateDoesNotFit`); what the notifier kept with it (its annex)."""
         report = self.plans.replace_state(name, blob)
         if report.fresh or report.unfit:
             raise StateDoesNotFit(name, [*report.fresh, *(part for part, _ in report.unfit)])
+        return report.annex
 
     # ---- start -------------------------------------------------------------------------------
 

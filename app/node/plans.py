@@ -328,7 +328,9 @@ class PlanManager:
             return  # without knowing the snapshots, the log is left as it is for a later deploy
         if restored.discarded:
             journal.reset()
+            journal.senders.clear()
             return
+        journal.restore_senders(restored.annex)
         meta = restored.meta
         replica = self._redundant(plan)
         self._restoring[plan.name] = "replaying the input log"

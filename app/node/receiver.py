@@ -8,8 +8,9 @@ stream before the reply is sent.
 
 from __future__ import annotations
 
+from adapters.senders import IdentityError
 from adapters.thrift import WireEvent, WireStreamDefinition
-from adapters.thrift.errors import AuthenticationFailed
+from adapters.thrift.errors import AuthenticationFailed, UndefinedEventType
 from app.auth import Credentials
 from app.node.catalog import StreamCatalog
 from app.node.ingress import Ingress
@@ -41,4 +42,8 @@ class RegistryHandler:
 
     def publish(self, events: list[WireEvent]) -> None:
         # the bundle was decoded with `definition`: every stream id in it is known
-        self._ingress.publish_wire(events)
+        try:
+            self._ingress.publish_wire(events)
+        except IdentityError as exc:  # a sender's bug no resend mends
+            msg = f"bundle refused: {exc}"
+            raise UndefinedEventType(msg) from None

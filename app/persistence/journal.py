@@ -8,6 +8,12 @@ the records in the order the runtime saw them. Replaying the log after a snapsho
 into the restored runtime therefore does exactly what the dead process did: same clock
 readings, same timers, same outputs, in the same order.
 
+Bundles whose senders named themselves (`adapters.senders`) carry who sent each event: the
+sequencer takes only the events past the plan's mark for their sender and logs the runs it
+took with them, so a replay, a standby applying the record and a snapshot (its annex) all know
+the same marks, and a client's resend or a forwarding node's replay is never processed twice.
+Bundles without names fall back on the redundant plans' content digests (`ha.resends`).
+
 Outputs carry their provenance: output `index` of those the record at `position` of log
 `log_id` caused on one output stream (`origin`). A replay regenerates the same provenance, so
 an adapter that records what it wrote (RDBMS) skips what it already has.
@@ -34,6 +40,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from adapters.output.base import Origin
+from adapters.senders import IdentityError, Runs, SenderMarks
 from adapters.throttle import Throttle
 from app.persistence.input_log import Events, InputLog, Tick
 from app.persistence.records import Column, decode, encode, stamped
@@ -77,7 +84,12 @@ class Replicas(Protocol):
         """Return once the standbys hold `position` (or were given up on); release its outputs."""
 
 
-Relay = Callable[[str, list[tuple[Any, ...]], list[int]], None]
+class Relay(Protocol):
+    """Hands a bundle to the plan's notifier (`app.cluster.relays`); `NotLeading` when none took it."""
+
+    def __call__(
+        self, stream: str, rows: list[tuple[Any, ...]], timestamps: list[int], senders: Runs = (), /
+    ) -> None: ...
 
 
 class NotLeading(Busy):
@@ -122,6 +134,7 @@ class PlanJournal:
         self.copies: DirectCopies | None = None  # full-active-active: a standby's own copies of bundles
         self.taken_through = 0  # where `lead` left the log with copies waiting (to be settled), or 0
         self.deployed: str | None = None  # the fingerprint of the plan text its runtime runs
+        self.senders = SenderMarks()  # the last event taken from each sender that named itself
         first, last = input_log.bounds(plan)
         self.position = last  # the newest record appended (and processed)
         self.clock = LoggedClock(self._first_time(first, last))
@@ -147,6 +160,7 @@ class PlanJournal:
         columns: tuple[Column, ...] | None = None,
         *,
         forward: bool = True,
+        senders: Runs = (),
     ) -> int:
         """Log, then process, a bundle; its position. Call `durable(position)` before
         acknowledging it. An error of the plan propagates after the bundle is logged (a replay
@@ -156,36 +170,38 @@ class PlanJournal:
         receivers' bundles for the plan wait for the append, not for the encoding.
         `forward=False` (a bundle another member relayed here): sequence it only while this
         journal leads, else raise `NotLeading` (the relaying member tries again, and takes it
-        itself if it wins the lease; passed on from here it could reach the new notifier twice)."""
+        itself if it wins the lease; passed on from here it could reach the new notifier twice).
+        `senders`: who sent the events (`adapters.senders`): those already taken are skipped."""
         ts = [timestamps] * len(rows) if isinstance(timestamps, int) else list(timestamps)
         if self.copies is not None and forward:
             # full-active-active: never relayed (the notifier has its own copy); decided under the
             # lock, so a step-down in between cannot send it to the next notifier as well
-            unstamped = self._log.encode(self.plan, Events(stream, ts, rows, 0, columns))
+            unstamped = self._log.encode(self.plan, Events(stream, ts, rows, 0, columns, senders))
             with self.lock:
                 if self.copies is not None:
                     if not self.leading:
-                        return self._await_copy(self.copies, self.copies.arrived(stream, rows, ts))
-                    return self._sequence(stream, rows, ts, unstamped)
+                        ticket = self.copies.arrived(stream, rows, ts, senders)
+                        return self._await_copy(self.copies, ticket)
+                    return self._sequence(stream, rows, ts, unstamped, senders=senders)
         while forward:
             relay = self._relay_or_none()
             if relay is None:
                 break
             try:
-                relay(stream, rows, ts)  # the notifier took them: nothing left to wait for here
+                relay(stream, rows, ts, senders)  # the notifier took them: nothing left to wait for here
                 return 0
             except NotLeading:
                 if not self.leading:
                     raise
                 # this node became the notifier meanwhile: it takes them itself
-        unstamped = self._log.encode(self.plan, Events(stream, ts, rows, 0, columns))
+        unstamped = self._log.encode(self.plan, Events(stream, ts, rows, 0, columns, senders))
         with self.lock:
             if self.leading:
-                return self._sequence(stream, rows, ts, unstamped, relayed=not forward)
+                return self._sequence(stream, rows, ts, unstamped, relayed=not forward, senders=senders)
         if not forward:
             msg = f"plan '{self.plan}': this node no longer leads it"
             raise NotLeading(msg)
-        return self.send(stream, rows, ts, columns)  # it stopped leading meanwhile: relay them
+        return self.send(stream, rows, ts, columns, senders=senders)  # it stopped leading meanwhile
 
     def _await_copy(self, copies: DirectCopies, ticket: int) -> int:
         """(Under the lock.) Wait until a full-active-active standby's copy is as safe as a
@@ -224,11 +240,23 @@ class PlanJournal:
         unstamped: bytes,
         *,
         relayed: bool = False,
+        senders: Runs = (),
     ) -> int:
         """Append and process a bundle as the plan's sequencer (under the lock); its position.
-        `relayed`: another member relayed it (it may be a resend of one this node took)."""
+        `relayed`: another member relayed it (it may be a resend of one this node took).
+        `senders`: who sent its events; those this plan took before are left out (all of
+        them: the bundle was taken before, and its position is the newest record's)."""
         at = max(self.clock.now, self._wall())
-        if self.resends is not None:
+        if senders:
+            keep, senders = self.senders.fresh(senders, len(rows))
+            if keep is not None:
+                if not keep:
+                    log.info("plan %s: a bundle its sender sent again was not processed twice", self.plan)
+                    return self.position
+                rows = [row for start, stop in keep for row in rows[start:stop]]
+                ts = [t for start, stop in keep for t in ts[start:stop]]
+                unstamped = self._log.encode(self.plan, Events(stream, ts, rows, 0, None, senders))
+        elif self.resends is not None:
             bundle = digest(stream, ts, rows)
             if self.resends.resent(bundle, at):
                 log.info("plan %s: a bundle sent again after a takeover was not processed twice", self.plan)
@@ -243,6 +271,8 @@ class PlanJournal:
         position = self._log.append(self.plan, payload, wait=False)
         self.clock.now = at
         self.position = position
+        if senders:
+            self.senders.advance(senders)
         if self.replicas is not None:
             self._settlers[position] = self.replicas
             while len(self._settlers) > MAX_UNSETTLED:
@@ -327,6 +357,7 @@ class PlanJournal:
                     self._process(lambda r: r.tick())
                 else:
                     self.clock.now = record.at
+                    self.senders.advance(record.senders)
                     bundle = digest(record.stream, record.timestamps, record.rows)
                     if self.resends is not None:
                         self.resends.seen(bundle)
@@ -337,12 +368,20 @@ class PlanJournal:
                 self._log_failure(position, exc)
 
     def adopt(
-        self, log_id: str, position: int, clock_now: int, term: int, recent: Sequence[int] = ()
+        self,
+        log_id: str,
+        position: int,
+        clock_now: int,
+        term: int,
+        recent: Sequence[int] = (),
+        senders: Sequence[Sequence[object]] = (),
     ) -> None:
         """Continue the notifier's log `log_id` after `position`: the runtime was just given the
         state that covers it (so this journal's own records no longer count). `recent`: the
-        digests of the bundles the notifier sequenced last (`ha.resends`)."""
+        digests of the bundles the notifier sequenced last (`ha.resends`); `senders`: its
+        sender marks (`SenderMarks.state`)."""
         with self.lock:
+            self.senders.restore(senders)
             if self.resends is not None:
                 self.resends.replace(recent)
             if self.copies is not None:
@@ -369,10 +408,14 @@ class PlanJournal:
             after = self.position
             if self.copies is not None:
                 taken = self.copies.take()
-                for ticket, (stream, rows, ts) in taken:
+                for ticket, (stream, rows, ts, senders) in taken:
                     try:
                         position = self._sequence(
-                            stream, rows, ts, self._log.encode(self.plan, Events(stream, ts, rows, 0))
+                            stream,
+                            rows,
+                            ts,
+                            self._log.encode(self.plan, Events(stream, ts, rows, 0, None, senders)),
+                            senders=senders,
                         )
                     except BundleFailed as exc:  # logged and taken, as a replay will: the others still count
                         log.error("plan %s failed on a bundle it held for a takeover: %s", self.plan, exc)
@@ -414,9 +457,22 @@ class PlanJournal:
             self.leading, self.replicas, self.relay = False, None, relay
 
     def capture(self) -> tuple[Any, str, int]:
-        """The plan's state and the log position it covers, consistent with each other."""
+        """The plan's state (its sender marks in the annex) and the log position it covers,
+        consistent with each other."""
         with self.lock:
-            return self._runtime().capture(), self.log_id, self.position
+            capture = self._runtime().capture()
+            capture.annex["senders"] = self.senders.state()
+            return capture, self.log_id, self.position
+
+    def restore_senders(self, annex: dict[str, Any]) -> None:
+        """Take the sender marks of a restored snapshot's annex (none in one taken before they
+        were kept: resends of what it covers are then known only to the digests)."""
+        with self.lock:
+            try:
+                self.senders.restore(annex.get("senders", ()))
+            except IdentityError as exc:
+                log.warning("plan %s: the snapshot's sender marks are not used: %s", self.plan, exc)
+                self.senders.clear()
 
     def origin(self, stream: str, n: int) -> Origin:
         """The origin of the next `n` outputs on `stream` (its source: the plan); called while a
@@ -517,6 +573,7 @@ class PlanJournal:
                             runtime.tick()
                         else:
                             self.clock.now = record.at
+                            self.senders.advance(record.senders)
                             runtime.send(record.stream, record.rows, record.timestamps)
                     except Exception as exc:  # the live run met the same error here and went on
                         failed += 1

@@ -20,6 +20,10 @@ flat cells appended on a receiver's thread. No pickle: decoding never runs code.
     Columns:  kind=3, as Columns2 without the flags byte (every timestamp stored) and without
               the one-str column; written before 2026-11, still read (a log written by an
               older node replays after an upgrade).
+    Sent:     kind=5 (B), at (q), runs (I), each run: sender bytes (I), sender (UTF-8), major,
+              minor (2 x q), count (I); then the bundle's Events or Columns2 payload (its own
+              `at` unused): a bundle whose senders named themselves (`adapters.senders`), so a
+              replay restores the plan's sender marks with its state.
 
 Rows of one width (a stream's bundle) go by columns: a column of one type is one C-level
 array conversion instead of a Python step per cell (5x faster for a receiver's bundle); rows
@@ -31,7 +35,7 @@ stores it once: a third of the node bench's bytes, and the encoder's most expens
 An int outside 64 bits travels as its decimal text in the string table. Text is UTF-8 with
 surrogatepass. Every layout puts `at` in bytes 1 to 8, so a payload can be encoded before
 the clock is read and `stamped` after. The kind is the format's version: a reader refuses a
-kind it does not know, naming it. Imports only `app.persistence.errors`.
+kind it does not know, naming it. Imports only `app.persistence.errors` and `adapters.senders`.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from itertools import accumulate, repeat
 from operator import itemgetter
 from typing import Any
 
+from adapters.senders import Runs, SenderRun
 from app.persistence.errors import InputLogError
 
 Value = None | bool | int | float | str
@@ -56,7 +61,8 @@ EVENTS = 1
 TICK = 2
 COLUMNS = 3  # read only: COLUMNS2 replaced it
 COLUMNS2 = 4
-KINDS = (EVENTS, TICK, COLUMNS, COLUMNS2)
+SENT = 5
+KINDS = (EVENTS, TICK, COLUMNS, COLUMNS2, SENT)
 ONE_TIME = 1  # COLUMNS2 flag: one timestamp for every event
 
 _NONE, _TRUE, _FALSE, _INT, _FLOAT, _STR, _BIGINT = range(7)
@@ -65,6 +71,8 @@ _TICK = struct.Struct("<Bq")
 _COLUMNS = struct.Struct("<Bq3I")
 _COLUMNS2 = struct.Struct("<Bq3IB")
 _U32 = struct.Struct("<I")
+_SENT = struct.Struct("<BqI")
+_RUN = struct.Struct("<qqI")
 _AT = struct.Struct("<q")
 _C_MIXED, _C_FLOAT, _C_INT, _C_STR, _C_BOOL, _C_STRZ, _C_STR1 = range(7)
 
@@ -99,6 +107,7 @@ class Events:
     rows: list[tuple[Value, ...]]
     at: int = 0
     columns: tuple[Column, ...] | None = field(default=None, compare=False, repr=False)
+    senders: Runs = ()  # who sent the events, where they said (`adapters.senders`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +139,20 @@ def encode(record: Record) -> bytes:
     """The payload of `record`; `ValueError` for a value of another type or a length mismatch."""
     if isinstance(record, Tick):
         return _TICK.pack(TICK, record.time_ms)
+    if record.senders:
+        return _sent(record.at, record.senders) + _encode_events(record)
+    return _encode_events(record)
+
+
+def _sent(at: int, runs: Runs) -> bytes:
+    parts = [_SENT.pack(SENT, at, len(runs))]
+    for run in runs:
+        sender = run.sender.encode("utf-8", "surrogatepass")
+        parts += [_U32.pack(len(sender)), sender, _RUN.pack(run.major, run.minor, run.count)]
+    return b"".join(parts)
+
+
+def _encode_events(record: Events) -> bytes:
     rows = record.rows
     if len(rows) != len(record.timestamps):
         msg = f"stream {record.stream}: {len(rows)} rows but {len(record.timestamps)} timestamps"
@@ -166,7 +189,7 @@ def _one_value(values: Sequence[Any]) -> bool:
 
 def stamped(payload: bytes, at: int) -> bytes:
     """`payload` of an `Events` record with its `at` replaced (both layouts hold it at offset 1)."""
-    if not payload or payload[0] not in (EVENTS, COLUMNS, COLUMNS2):
+    if not payload or payload[0] not in (EVENTS, COLUMNS, COLUMNS2, SENT):
         msg = "only an Events payload carries a clock reading"
         raise ValueError(msg)
     out = bytearray(payload)
@@ -278,6 +301,8 @@ def _decode(buf: memoryview) -> Record:
         return _decode_columns(buf, version=2)
     if kind == COLUMNS:
         return _decode_columns(buf, version=1)
+    if kind == SENT:
+        return _decode_sent(buf)
     if kind != EVENTS:
         msg = (
             f"unknown record kind {kind}: this Cepheus reads kinds {', '.join(map(str, KINDS))} "
@@ -327,6 +352,25 @@ def _decode(buf: memoryview) -> Record:
             rows.append(tuple(cells[start : start + width]))
             start += width
     return Events(stream, timestamps, rows, at)
+
+
+def _decode_sent(buf: memoryview) -> Events:
+    _, at, n_runs = _SENT.unpack_from(buf)
+    pos = _SENT.size
+    runs = []
+    for _ in range(n_runs):
+        (size,) = _U32.unpack_from(buf, pos)
+        sender, pos = _take(buf, pos + _U32.size, size)
+        major, minor, count = _RUN.unpack_from(buf, pos)
+        pos += _RUN.size
+        runs.append(SenderRun(bytes(sender).decode("utf-8", "surrogatepass"), major, minor, count))
+    inner = buf[pos:]
+    if not len(inner) or inner[0] not in (EVENTS, COLUMNS2):
+        msg = "a Sent record must hold an Events or Columns2 payload"
+        raise RecordError(msg)
+    events = _decode(inner)
+    assert isinstance(events, Events)
+    return Events(events.stream, events.timestamps, events.rows, at, senders=tuple(runs))
 
 
 def _take(buf: memoryview, pos: int, size: int) -> tuple[memoryview, int]:

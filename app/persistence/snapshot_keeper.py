@@ -29,8 +29,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import engine
 from app.persistence.journal import Journals
@@ -65,11 +66,12 @@ def persistent(plan: ExecutionPlan) -> bool:
 class Restored:
     """What `SnapshotKeeper.restore` did: the snapshot restored (None: the plan starts empty);
     `known` is False when the registry could not say which snapshots there are, `discarded`
-    when `--discard-state` removed them."""
+    when `--discard-state` removed them; `annex`: what the node kept with the state."""
 
     meta: SnapshotMeta | None = None
     known: bool = True
     discarded: bool = False
+    annex: dict[str, Any] = field(default_factory=dict)
 
 
 class SnapshotKeeper:
@@ -157,7 +159,7 @@ class SnapshotKeeper:
                 edited,
                 describe(report),
             )
-            return Restored(meta)
+            return Restored(meta, annex=report.annex)
         if candidates:
             log.warning(
                 "plan %s starts with empty state: none of its %d snapshots loads", plan.name, len(candidates)

@@ -321,8 +321,9 @@ class Runtime:
             return self._restore(blob, partial)
 
     def _restore(self, blob: bytes, partial: bool) -> RestoreReport:
-        clock, saved = captures.read(blob, None if partial else self.name)
+        clock, saved, annex = captures.read(blob, None if partial else self.name)
         chosen, report = captures.match(self._parts, saved, partial)
+        report.annex = annex
         with self._lock:
             before = self.capture()
             try:

@@ -2,7 +2,8 @@
 of a decoded snapshot's parts against a plan's parts on restore (`RestoreReport`).
 
 The blob (engine/runtime/state.py codec) holds the plan's clock and one entry per part:
-its spec's fingerprints, its state and its timers, owner ids relative to the part.
+its spec's fingerprints, its state and its timers, owner ids relative to the part; and the
+`annex`, values the host keeps with the state (the engine only carries them).
 Imports nothing of the planner: parts come built from engine/plan/planner.py.
 """
 
@@ -24,6 +25,7 @@ class RestoreReport:
     kept: list[str] = field(default_factory=list)
     fresh: list[str] = field(default_factory=list)
     unfit: list[tuple[str, str]] = field(default_factory=list)
+    annex: dict[str, Any] = field(default_factory=dict)  # the capture's annex, as it was
 
 
 class Capture:
@@ -44,6 +46,7 @@ class Capture:
         self.states = states
         self.timers = timers
         self._owners = owners
+        self.annex: dict[str, Any] = {}
 
     def encode(self) -> bytes:
         """The snapshot blob: versioned, checksummed, no pickle."""
@@ -68,15 +71,17 @@ class Capture:
                 rel = owner_part.owners.relative(owner)
                 parts[owner_part.spec.key]["timers"].append([due, rank, rel])
         tree = {**self.clock, "parts": parts, "timers": unowned}
+        if self.annex:
+            tree["annex"] = self.annex
         return state_codec.encode(tree, self.plan)
 
 
 _ENTRY = ("label", "text", "inputs", "output", "shape", "state", "timers")
 
 
-def read(blob: bytes, plan: str | None) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """The clock (with the timers no part owns) and the parts of a blob; StateError if it
-    is not a whole snapshot (or, given `plan`, one of another plan)."""
+def read(blob: bytes, plan: str | None) -> tuple[dict[str, Any], dict[str, dict[str, Any]], dict[str, Any]]:
+    """The clock (with the timers no part owns), the parts and the annex of a blob; StateError
+    if it is not a whole snapshot (or, given `plan`, one of another plan)."""
     tree = state_codec.decode(blob, plan)
     whole = (
         isinstance(tree, dict)
@@ -87,8 +92,12 @@ def read(blob: bytes, plan: str | None) -> tuple[dict[str, Any], dict[str, dict[
     if not whole:
         msg = "snapshot does not hold a plan's state (a part or the clock is missing)"
         raise StateError(msg)
+    annex = tree.get("annex", {})
+    if not isinstance(annex, dict):
+        msg = "snapshot's annex is not a mapping"
+        raise StateError(msg)
     clock = {k: tree[k] for k in ("now", "started", "start", "timers")}
-    return clock, tree["parts"]
+    return clock, tree["parts"], annex
 
 
 def unfit_reason(part: Part, saved: dict[str, Any]) -> str | None:

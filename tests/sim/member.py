@@ -359,7 +359,7 @@ class Member:
         after = self.disk.position
         if self.copies is not None:
             # bundles clients sent here the old notifier never sequenced: acknowledged once settled here
-            for ticket, (_, rows, _) in self.copies.take():
+            for ticket, (_, rows, _, _) in self.copies.take():
                 self.copies.wait_at(self.disk.position + 1, ticket)  # the position it is appended at
                 self._sequence(self.sim.bundles[rows[0][0]], None)
         self.resends.took_over(self.now_ms())  # after the copies: a client's resend of one is known

@@ -66,7 +66,7 @@ def test_forwarder_defines_its_stream_and_delivers(second: Peer) -> None:
     assert [e.stream_id for e in handler.events] == ["delivered:2.0.0"] * 250
     assert [e.payload for e in handler.events] == [e.payload for e in pizza_events(250)]
     assert handler.definition("delivered:2.0.0") is not None
-    assert sender.stats() == {"sent": 250, "dropped": 0, "rejected": 0, "pending": 0}
+    assert sender.stats() == {"sent": 250, "fenced": 0, "dropped": 0, "rejected": 0, "pending": 0}
 
 
 def test_forwarder_survives_a_peer_restart_without_losing_buffered_events(settings: ServerSettings) -> None:

@@ -29,7 +29,7 @@ def wait_until(condition: Callable[[], bool]) -> None:
 
 
 def taken(copies: DirectCopies) -> list[tuple[str, list[tuple[object, ...]], list[int]]]:
-    return [copy for _, copy in copies.take()]
+    return [copy[:3] for _, copy in copies.take()]
 
 
 def key(n: int) -> int:
@@ -86,7 +86,7 @@ def test_a_copy_is_settled_once_a_position_at_or_after_its_record_is_settled() -
     assert copies.outcome(four) == SETTLED
     copies.sequenced(key(3), 10)  # applied, not yet reported settled when this member takes over
     got = copies.take()
-    assert [copy for _, copy in got] == [bundle(2)] and got[0][0] == two
+    assert [copy[:3] for _, copy in got] == [bundle(2)] and got[0][0] == two
     copies.wait_at(11, two)  # this member sequenced it at 11
     assert copies.outcome(two) == WAITING and copies.outcome(three) == WAITING
     copies.settle(11)  # this member, now the notifier, settles 11: both are held by its standbys
@@ -158,7 +158,7 @@ def test_a_standby_never_relays_a_bundle_clients_sent_it_in_full_active_active(t
     run = Run(tmp_path / "a")
     relayed: list[object] = []
     run.journal.copies = DirectCopies()
-    run.journal.follow(lambda stream, rows, timestamps: relayed.append(rows))
+    run.journal.follow(lambda stream, rows, timestamps, senders=(): relayed.append(rows))
     position = run.journal.position
     answers: list[object] = []
 
@@ -188,7 +188,7 @@ def test_a_copy_the_notifier_never_sequences_is_refused_and_not_kept(
     monkeypatch.setattr(journal_module, "COPY_WAIT_SECONDS", 0.05)
     run = Run(tmp_path / "a")
     run.journal.copies = DirectCopies()
-    run.journal.follow(lambda stream, rows, timestamps: None)
+    run.journal.follow(lambda stream, rows, timestamps, senders=(): None)
     with pytest.raises(NotLeading, match="did not acknowledge this bundle within 0.05 s; send it again"):
         run.journal.send("In", [("k", 1)], 1)
     assert run.journal.copies.held == 0  # a takeover will not process what its client was refused

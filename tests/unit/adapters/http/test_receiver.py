@@ -13,6 +13,7 @@ from flask.testing import FlaskClient
 from adapters.http.events import EventFormatError, Row
 from adapters.http.receiver import Streams, events_blueprint, publish_json
 from adapters.http.replies import json_error
+from adapters.senders import Runs
 from engine.types import AttrType
 
 
@@ -33,14 +34,16 @@ TEMPS = Shape(
 @dataclass
 class Node:
     published: list[tuple[str, list[Row], list[int]]] = field(default_factory=list)
+    senders: list[Runs] = field(default_factory=list)
     open: bool = True
     refuse: bool = False
 
     def streams(self) -> Streams:
         return Streams({TEMPS.id: TEMPS}.get, self.publish, now_ms=lambda: 500)
 
-    def publish(self, stream_id: str, rows: list[Row], stamps: list[int]) -> None:
+    def publish(self, stream_id: str, rows: list[Row], stamps: list[int], senders: Runs = ()) -> None:
         self.published.append((stream_id, rows, stamps))
+        self.senders.append(senders)
 
     def refusal(self) -> Response | None:
         return json_error(401, "wrong user name or password") if self.refuse else None

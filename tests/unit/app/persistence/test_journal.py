@@ -140,7 +140,7 @@ def test_a_bundle_relayed_here_is_never_passed_on(tmp_path: Path) -> None:
     trying again); a client's own bundle goes on to the notifier."""
     run = Run(tmp_path / "a")
     relayed: list[list[tuple[object, ...]]] = []
-    run.journal.follow(lambda stream, rows, timestamps: relayed.append(rows))
+    run.journal.follow(lambda stream, rows, timestamps, senders=(): relayed.append(rows))
     position = run.journal.position
     run.journal.send("In", [("k", 1)], 1)
     assert relayed == [[("k", 1)]]
