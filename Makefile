@@ -44,9 +44,11 @@ unit: venv
 fast: venv
 	$(BIN)/pytest -q --require-services -m "not slow and not ha and not browser and not spark and not soak" tests
 
-## make ha-faults: the HA fault tests with 20 faults each (the suite runs 4), figures printed
+## make ha-faults: the HA fault tests with 20 faults each (the suite runs 4), and the forwarding
+## chain with 20 kills, 5 pauses and 5 heartbeat FINs (the suite runs 3, 1, 2), figures printed
 ha-faults: venv
-	CEPHEUS_HA_FAULTS=20 $(BIN)/pytest -q -s --require-services tests/integration/ha/test_failover.py
+	CEPHEUS_HA_FAULTS=20 CEPHEUS_FORWARD_FAULTS=20,5,5 $(BIN)/pytest -q -s --require-services \
+		tests/integration/ha/test_failover.py tests/integration/ha/test_forwarding.py
 
 ## make ha-soak: two members under load for 30 minutes without faults: no role may change
 ha-soak: venv

@@ -32,6 +32,13 @@ Each record keeps the run of origins it was published in (`Run`: one `Origin` fo
 outputs of one input-log record, not one per record); `_write` gets the batch's runs, a run
 that a batch boundary cut shifted to its first record in the batch.
 
+A subclass that names each batch for its target (`align_runs`: the HTTP sink's idempotency
+key) gets batches a replay cuts the same way: records with an origin never share a batch with
+another run, and a run is cut where its indexes reach a multiple of `batch_events`, so the
+same outputs make the same batches on every member and after every restart; and a batch that
+failed is tried again as it was (`batch_first`: the sequence number of its first record in
+this adapter, for records without origin).
+
 Imports `engine.errors`, `formatters.config` and sibling modules only.
 """
 
@@ -127,6 +134,7 @@ class BufferedAdapter:
     """Base of adapters that deliver from a bounded buffer on a writer thread."""
 
     kind = "buffered"
+    align_runs = False  # batches a replay cuts the same way, retried as they were
     stop_grace_seconds = 2.0  # how long stop() waits for a writer stuck in a call to the target
 
     def __init__(
@@ -141,6 +149,7 @@ class BufferedAdapter:
         self._seq = 0  # sequence number of the last accepted record
         self._resolved = 0  # every record up to this number is no longer pending
         self._isolate_through = 0  # records up to this number are written one at a time
+        self.batch_first = 0  # the sequence number of the first record of the batch being written
         self._streaming = False  # records arrived while the last batch was written
         self._counts = {
             k: 0 for k in ("published", "written", "overflow", "rejected", "fenced", "skipped", "abandoned")
@@ -340,10 +349,16 @@ class BufferedAdapter:
         buffer = self._buffer
         first = buffer[0]
         limit = 1 if first[0] <= self._isolate_through else self.buffering.batch_events
+        aligned = self.align_runs
+        if aligned:
+            seq, _, _, (origin, seq0, count) = first
+            if origin is not None:  # up to the run's end or its next index that is a multiple of the limit
+                index = origin.index + seq - seq0
+                return list(islice(buffer, min(seq0 + count - seq, limit - index % limit)))
         n, size = 0, len(buffer)
         while n < limit and n < size:
-            seq, _, fence, (_, seq0, count) = buffer[n]
-            if fence is not first[2]:
+            seq, _, fence, (origin, seq0, count) = buffer[n]
+            if fence is not first[2] or (aligned and origin is not None):
                 break
             n += seq0 + count - seq
         return list(islice(buffer, min(n, limit)))
@@ -361,16 +376,25 @@ class BufferedAdapter:
 
     def _loop(self) -> None:
         failures = 0
+        failed: list[_Item] | None = None  # an aligned batch to try again as it was
         while True:
             with self._cond:
-                if self._streaming and self._buffer and self._buffer[0][0] > self._isolate_through:
+                again = failed is not None and bool(self._buffer) and self._buffer[0][0] == failed[0][0]
+                if (
+                    not again
+                    and self._streaming
+                    and self._buffer
+                    and self._buffer[0][0] > self._isolate_through
+                ):
                     self._linger()
                 while not self._buffer and not self._closing:
                     self._cond.wait()
                 if self._abort.is_set() or not self._buffer:
                     return
-                batch = self._next_batch()
+                batch = failed if again and failed is not None else self._next_batch()
+                failed = None
             records = list(map(_RECORD, batch))
+            self.batch_first = batch[0][0]
             try:
                 if not self._opened:
                     self._open_or_retry()
@@ -379,6 +403,8 @@ class BufferedAdapter:
                 failures += 1
                 if self._retry_after(failures, exc):
                     return
+                if self.align_runs:
+                    failed = batch
                 continue
             except FenceRaised as exc:
                 log.warning(  # before resolving: a flush that returns finds the refusal logged

@@ -20,7 +20,13 @@ outages: the batch is retried with backoff while records wait in the bounded buf
 Other answers (4xx, and 3xx: redirects are not followed, as a POST must not silently
 become a GET) refuse the batch; it is then sent record by record to reject only the bad
 ones. The fence, if any, is called with None before each request (no transaction here).
-Origins are ignored: after a restart a replay is sent again (at-least-once).
+
+Every request names its batch: `Idempotency-Key` and `Cepheus-From` carry `position.index@route|log`
+of its first record (records with an origin: a batch holds one run's records, cut the same
+way on every replay, see `BufferedAdapter.align_runs`) or `0.n@adapter~id` (records without:
+numbered by this adapter while it runs). The target may still get a batch twice (a reply
+lost, a takeover, a restart), but always under the key of its first delivery, so a target
+that remembers keys (or a Cepheus node, which reads `Cepheus-From`) takes it once.
 Imports `formatters` and sibling modules only.
 """
 
@@ -34,12 +40,14 @@ import re
 import ssl
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 from adapters.output.base import Fence, RecordError, Run
 from adapters.output.buffered import BufferedAdapter, Buffering, FenceRaised, Refused, RetryLater
+from adapters.senders import FROM_HEADER
 from formatters.config import Settings
 
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an HTTP header name
@@ -64,6 +72,7 @@ class HttpAdapter(BufferedAdapter):
     """POSTs each batch as one request."""
 
     kind = "http"
+    align_runs = True
 
     def __init__(self, name: str, settings: Settings) -> None:
         self.url = settings.string("url")
@@ -102,6 +111,7 @@ class HttpAdapter(BufferedAdapter):
         self._opener = urllib.request.build_opener(
             urllib.request.ProxyHandler(proxies), urllib.request.HTTPSHandler(context=context), _NoRedirect()
         )
+        self._sender = f"{name}~{uuid.uuid4().hex[:16]}"
         self._target = f"{self.method} {parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}{parts.path}"
 
     def describe_target(self) -> str:
@@ -128,16 +138,24 @@ class HttpAdapter(BufferedAdapter):
         ]
         return ("[" + ",".join(parts) + "]").encode()
 
+    def key(self, origins: list[Run]) -> str:
+        """The name of the batch being written, in `adapters.senders`' form."""
+        origin = origins[0][0] if origins else None
+        if origin is None:
+            return f"0.{self.batch_first}@{self._sender}"
+        return f"{origin.position}.{origin.index}@{origin.source}|{origin.log_id}"
+
     def _write(self, records: list[Any], fence: Fence | None, origins: list[Run]) -> None:
-        # origins are not sent: an HTTP endpoint cannot say what it already has (at-least-once)
         if fence is not None:
             try:
                 fence(None)
             except Exception as exc:
                 msg = f"{type(exc).__name__}: {exc}"
                 raise FenceRaised(msg) from exc
+        key = self.key(origins)
+        headers = {**self.headers, "Idempotency-Key": key, FROM_HEADER: key}
         request = urllib.request.Request(
-            self.url, data=self.encode(records), headers=self.headers, method=self.method
+            self.url, data=self.encode(records), headers=headers, method=self.method
         )
         try:
             with self._opener.open(request, timeout=self.timeout_s) as response:

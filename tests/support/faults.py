@@ -25,6 +25,7 @@ from tests.support.cluster import ClusterFeeder, Pair, plan_status
 from tests.support.nodes import NodeProcess, wait_for
 from tests.support.proxy import Proxy, proxied, target_of
 from tests.support.rooms import (
+    Downstream,
     Reading,
     assert_exact,
     batch_count,
@@ -39,9 +40,17 @@ EVERY = 0.02  # seconds between two samples of one series
 
 class Rig:
     def __init__(
-        self, tmp: Path, registry: str, sink: str, mode: str = "failover", buffer_events: int = 0
+        self,
+        tmp: Path,
+        registry: str,
+        sink: str,
+        mode: str = "failover",
+        buffer_events: int = 0,
+        downstream_registry: str | None = None,
     ) -> None:
-        """`buffer_events`: the sink adapter's (0: the node's default)."""
+        """`buffer_events`: the sink adapter's (0: the node's default); `downstream_registry`:
+        the members forward their outputs over Thrift to a `Downstream` node of that registry,
+        which writes them to `sink`."""
         self.mode = mode  # the plan's ha_mode, and how the client sends
         self.registry = registry
         self.sink = sink
@@ -56,12 +65,16 @@ class Rig:
         ]
         self.pair.advertise([p.address for p in self.cluster_proxies])
         (tmp / "doc").mkdir()
+        self.downstream = (
+            None if downstream_registry is None else Downstream(tmp / "down", downstream_registry, sink)
+        )
         provision(
             self.pair.nodes[0],
             tmp / "doc",
             proxied(sink, self.sink_proxy),
             redundant=mode,
             buffer_events=buffer_events,
+            forward_to=None if self.downstream is None else self.downstream.node,
         )
         self.proxies = [*self.registry_proxies, self.sink_proxy, *self.cluster_proxies]
         self.feeder: ClusterFeeder | None = None
@@ -72,7 +85,10 @@ class Rig:
         return self.pair.nodes
 
     def start(self) -> tuple[NodeProcess, NodeProcess]:
-        """Start both members; (notifier, standby) once the standby is in sync."""
+        """Start both members (and the downstream node first); (notifier, standby) once the
+        standby is in sync."""
+        if self.downstream is not None:
+            self.downstream.node.start()
         for node in self.nodes:
             node.start()
         notifier, standby = self.steady(20)
@@ -174,6 +190,8 @@ class Rig:
             proxy.heal()
         try:
             self.pair.stop()
+            if self.downstream is not None:
+                self.downstream.node.stop()
         finally:
             for proxy in self.proxies:
                 proxy.close()

@@ -7,6 +7,8 @@ registry, a sink database, another member's cluster port), to make network fault
   either way: what is sent waits in the kernel's buffers as unacknowledged packets wait for
   retransmission in a real partition, and arrives once the partition heals (a connection
   accepted meanwhile reaches the target only then);
+- `fin()`: every open connection is closed in order (FIN to both sides), as a live process
+  closes a socket after an error; new connections are forwarded as before;
 - `heal()`: back to forwarding; `close()`: for good.
 
 `proxied(url, proxy)` is a database URL with its host and port replaced by the proxy's.
@@ -93,6 +95,23 @@ class Proxy:
         with self._cond:
             self.state = BLACKHOLE
             self._cond.wait_for(lambda: all(link.busy == 0 for link in self._links), 2.0)
+
+    def fin(self) -> int:
+        """Close every open connection in order (FIN both ways); how many."""
+        with self._cond:
+            links = list(self._links)
+            for link in links:
+                link.dead = True
+                for sock in (link.client, link.upstream):
+                    if sock is not None:
+                        try:
+                            sock.shutdown(socket.SHUT_RDWR)
+                        except OSError:
+                            pass
+                        sock.close()
+            self._links.clear()
+            self._cond.notify_all()
+            return len(links)
 
     def heal(self) -> None:
         with self._cond:

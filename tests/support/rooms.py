@@ -160,12 +160,21 @@ class Feeder:
 
 
 def provision(
-    node: NodeProcess, tmp: Path, sink: str, *, redundant: str | None = None, buffer_events: int = 0
+    node: NodeProcess,
+    tmp: Path,
+    sink: str,
+    *,
+    redundant: str | None = None,
+    buffer_events: int = 0,
+    forward_to: NodeProcess | None = None,
 ) -> None:
     """The plan, its streams and its sink in the registry of `node` (`redundant`: on every member
     of a cluster, one notifying, in that `ha_mode`; `buffer_events`: the sink adapter's, when not
-    the node's default)."""
+    the node's default; `forward_to`: instead of a sink, the outputs go over Thrift to that
+    node, a `Downstream`, which writes them to `sink`)."""
     document = DOCUMENT.replace("SINK", sink)
+    if forward_to is not None:
+        document = document[: document.index("[[datasources]]")] + forwarding(forward_to)
     if buffer_events:
         document = document.replace("batch_events = 7", f"batch_events = 7\nbuffer_events = {buffer_events}")
     if redundant:
@@ -177,6 +186,70 @@ def provision(
     (tmp / "apply.toml").write_text(document, encoding="utf-8")
     node.cli("db", "upgrade")
     node.cli("apply", str(tmp / "apply.toml"))
+
+
+def forwarding(node: NodeProcess) -> str:
+    """The rooms plan's outputs to `node` through the wso2event adapter."""
+    return f"""
+[[adapters]]
+name = "toDownstream"
+type = "wso2event"
+receiverURL = "tcp://127.0.0.1:{node.thrift_port}"
+authenticatorURL = "ssl://127.0.0.1:{node.tls_port}"
+ca_file = "{node.certificate}"
+username = "admin"
+password = "{ADMIN_PASSWORD}"
+retry_initial_ms = 20
+retry_max_ms = 500
+
+[[formatters]]
+name = "outEvents"
+stream = "outs:1.0.0"
+adapter = "toDownstream"
+type = "wso2event"
+"""
+
+
+LANDING = """
+@app:name('landing')
+@Import('outs:1.0.0') define stream Outs (kind string, room string, seq long, a long, b long);
+@Export('landed:1.0.0') define stream Landed (kind string, room string, seq long, a long, b long);
+from Outs select * insert into Landed;
+"""
+
+
+class Downstream:
+    """A node of its own (registry `registry`) whose plan writes every `outs` event it receives
+    over Thrift to the rooms sink table in `sink`, as the last hop of a forwarding chain."""
+
+    def __init__(self, tmp: Path, registry: str, sink: str) -> None:
+        tmp.mkdir()
+        self.node = NodeProcess(tmp, registry)
+        document = DOCUMENT.replace("SINK", sink)
+        document = document.replace(
+            'name = "rooms"\nfile = "rooms.siddhi"', 'name = "landing"\nfile = "landing.siddhi"'
+        )
+        document = document.replace(
+            'stream = "outs:1.0.0"\nadapter = "outTable"', 'stream = "landed:1.0.0"\nadapter = "outTable"'
+        )
+        document = document.replace(
+            "[[plans]]",
+            '[[streams]]\nname = "landed"\npayload = [\n'
+            '  { name = "kind", type = "STRING" }, { name = "room", type = "STRING" }, { name = "seq", type = "LONG" },\n'
+            '  { name = "a", type = "LONG" }, { name = "b", type = "LONG" },\n]\n\n[[plans]]',
+        )
+        assert "landing.siddhi" in document and "landed:1.0.0" in document
+        (tmp / "landing.siddhi").write_text(LANDING, encoding="utf-8")
+        (tmp / "apply.toml").write_text(document, encoding="utf-8")
+        self.node.cli("db", "upgrade")
+        self.node.cli("apply", str(tmp / "apply.toml"))
+
+    def received(self) -> int:
+        """Events the node received on `outs`, those sent again included (-1: it did not say)."""
+        try:
+            return int(self.node.health()["received"].get("outs:1.0.0", 0))
+        except (OSError, KeyError, TypeError, ValueError, AttributeError):
+            return -1
 
 
 def assert_exact(

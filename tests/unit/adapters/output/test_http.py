@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import socket
 import threading
 import time
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from adapters.output import AdapterConfigError, HttpAdapter, RecordError, build_adapter
+from adapters.output.base import Origin
 from engine.events import Event
 from engine.types import AttrType
 from formatters import build_formatter
@@ -233,3 +235,43 @@ def test_config_errors_name_the_key(config: dict[str, object], key: str) -> None
     with pytest.raises(AdapterConfigError) as info:
         build_adapter("http", "hook", config)
     assert info.value.key == key
+
+
+def test_every_duplicate_carries_the_key_of_its_first_delivery(
+    server: Server, adapters: list[HttpAdapter]
+) -> None:
+    """Replies lost at random (the target took the batch and answered 503), then a second
+    member's adapter (a takeover) sends the same outputs again, published in other shapes: a
+    record's every delivery carries the key it was first delivered under."""
+    rng = random.Random(7)
+    server.respond = lambda request: 503 if rng.random() < 0.3 else 200
+    fmt = build_formatter("json", [("n", AttrType.LONG)])
+
+    def outputs(out: HttpAdapter, runs: list[tuple[int, int]], per_call: int) -> None:
+        """The outputs of input-log records (position, count): `per_call` runs per publish."""
+        for start in range(0, len(runs), per_call):
+            chunk = runs[start : start + per_call]
+            records = fmt.format([Event(1, (p * 100 + i,)) for p, count in chunk for i in range(count)])
+            origins = [Origin("plan/Out/json", "log-1", p, i) for p, count in chunk for i in range(count)]
+            out.publish(records, origins=origins)
+
+    runs = [(p, rng.randrange(1, 9)) for p in range(1, 40)]
+    first = make(adapters, {"url": server.url, "batch_events": 3})
+    outputs(first, runs, 1)
+    assert first.flush(timeout=20)
+    second = make(adapters, {"url": server.url, "batch_events": 3})
+    outputs(second, runs[10:], 4)  # the new notifier: from an older trim point, more at a time
+    assert second.flush(timeout=20)
+
+    keys: dict[int, str] = {}
+    repeated = 0
+    for request in server.requests:
+        key = request.headers["Idempotency-Key"]
+        assert request.headers["Cepheus-From"] == key
+        for record in json.loads(request.body):
+            repeated += record["n"] in keys
+            assert keys.setdefault(record["n"], key) == key, f"record {record['n']} came under another key"
+    assert repeated > 0 and len(keys) == sum(count for _, count in runs)
+    assert all(
+        keys[p * 100 + i] == f"{p}.{i - i % 3}@plan/Out/json|log-1" for p, count in runs for i in range(count)
+    )
