@@ -7,6 +7,15 @@ took it within `RELAY_WAIT_SECONDS` (the client is not acknowledged and sends it
 bundle carries an id that is the same on every attempt (`<member incarnation>:<n>`), so the
 notifier (`Relays.serve`) answers a repeat whose first answer was lost as it answered the
 first attempt, without processing it twice (`RelayedBundles`).
+
+Each plan relays over a connection (and a lock) of its own, so a plan whose notifier does not
+answer holds up no other plan's bundles; and no attempt waits past the bundle's
+`RELAY_WAIT_SECONDS`: a notifier whose host vanished without FIN or RST (its connection dead,
+never read as ended) costs its clients a refusal and a resend, never a relay stuck until TCP
+keepalive. An attempt that got no answer is made again, under the same id, on a new
+connection; a bundle refused at the deadline that the notifier took late is known when the
+client sends it again (its senders' marks, or for foreign clients the notifier's digests of
+what it sequenced lately, `ha.resends.Resends.relayed_again`).
 """
 
 from __future__ import annotations
@@ -58,8 +67,9 @@ class Relays:
         self._notifier_address = notifier_address
         self._notifying = notifying
         self._admit = admit
-        self._connections: dict[str, Connection] = {}
-        self._lock = threading.Lock()
+        self._connections: dict[tuple[str, str], Connection] = {}  # per (notifier address, plan)
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
+        self._lock = threading.Lock()  # guards the two maps
         self._incarnation = uuid.uuid4().hex[:12]  # this process: relay ids never repeat across restarts
         self._ids = itertools.count(1)
 
@@ -79,7 +89,7 @@ class Relays:
                 address = self._notifier_address(name)
                 if address is not None:
                     try:
-                        self._relay(address, RelayedEvents(name, relay_id, body))
+                        self._relay(address, RelayedEvents(name, relay_id, body), deadline)
                         return
                     except PeerError as exc:
                         log.debug("plan %s: relay to %s failed: %s", name, address, exc)
@@ -90,25 +100,35 @@ class Relays:
 
         return relay
 
-    def _relay(self, address: str, message: RelayedEvents) -> None:
+    def _relay(self, address: str, message: RelayedEvents, deadline: float) -> None:
+        """One attempt, answered by `deadline` (monotonic s) or `PeerError`."""
+        key = (address, message.plan)
         with self._lock:
-            connection = self._connections.get(address)
+            lock = self._locks.get(key) or self._locks.setdefault(key, threading.Lock())
+        if not lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            msg = f"another relay of plan {message.plan} to {address} is still waiting for its answer"
+            raise PeerError(msg)
+        try:
+            connection = self._connections.get(key)
             if connection is None or connection.closed:
-                connection = self._connections[address] = connect(
+                connection = self._connections[key] = connect(
                     address, self.settings.me, "relay", self.settings.secret
                 )
             try:
                 connection.send(message)
-                # no timeout: a bundle the notifier took late (a partition healing) must not be sent again
-                answer = connection.recv(64 * 1024)
+                answer = connection.recv(64 * 1024, timeout=max(0.05, deadline - time.monotonic()))
             except PeerError:
-                connection.close()
+                connection.close()  # its answer may still come: a new connection for the next attempt
                 raise
+        finally:
+            lock.release()
         if not isinstance(answer, Ok):
             raise PeerError(answer.why if isinstance(answer, Refused) else "the notifier refused the events")
 
     def close(self) -> None:
-        for connection in list(self._connections.values()):
+        with self._lock:
+            connections = list(self._connections.values())
+        for connection in connections:
             connection.close()
 
     def serve(self, connection: Connection) -> None:

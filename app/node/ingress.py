@@ -248,11 +248,14 @@ class Ingress:
         now = timestamps if timestamps is not None else self._now()
         self._send(bindings, rows, now, received=stream_id, senders=senders)
 
-    def forward(self, stream_id: str, rows: list[Row], timestamps: list[int], source: str) -> None:
-        """Output of plan `source` into the other plans importing the same stream."""
+    def forward(
+        self, stream_id: str, rows: list[Row], timestamps: list[int], source: str, senders: Runs = ()
+    ) -> None:
+        """Output of plan `source` into the other plans importing the same stream (`senders`: the
+        outputs' origins, from a redundant plan's link: `app.node.links`)."""
         bindings = tuple(b for b in self._routes.get(stream_id, ()) if b.plan != source)
         if bindings:
-            self._send(bindings, rows, timestamps)
+            self._send(bindings, rows, timestamps, senders=senders)
 
     def _send_marked(
         self, binding: Binding, rows: list[Row], timestamps: list[int] | int, senders: Runs

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from adapters.http.receiver import Streams, events_blueprint, publish_json
+from adapters.output.base import Fence, Origin
 from adapters.thrift import DataBridgeServer, ServerSettings
 from adapters.throttle import Throttle
 from app.auth import Credentials, login_throttle
@@ -40,6 +41,7 @@ from app.node import heap
 from app.node.catalog import StreamCatalog
 from app.node.errors import NodeError
 from app.node.ingress import Ingress
+from app.node.links import PlanLinks
 from app.node.on_demand import OnDemandQueries
 from app.node.outputs import OutputHub
 from app.node.plans import PlanManager
@@ -55,6 +57,7 @@ from app.registry.members import RegistryMembers
 from app.registry.snapshots import RegistrySnapshots
 from app.spark.driver import SparkDriver
 from app.webapp import create_app
+from engine.events import Event
 from ha.lease import Timing
 from ha.membership import Timeouts
 
@@ -95,7 +98,8 @@ class Node:
         self.catalog = StreamCatalog(self.registry)
         self.outputs = OutputHub(config.adapters, stop_timeout=config.adapters.stop_timeout_seconds)
         # a bundle waits for room in the adapters its plans feed, then is refused (backpressure)
-        self.ingress = Ingress(room=self.outputs.room, full_wait=config.adapters.full_wait_ms / 1000)
+        self.ingress = Ingress(room=self._room, full_wait=config.adapters.full_wait_ms / 1000)
+        self.links = PlanLinks(self.ingress)  # redundant plans' exports to the plans importing them
         self.journals: Journals | None = None
         persistence = config.persistence
         self.cluster = self._cluster(config) if config.cluster.wka else None
@@ -160,13 +164,28 @@ class Node:
             settings,
             RegistryLeases(self.registry),
             RegistryMembers(self.registry),
-            emit=self.outputs.emit,
+            emit=self._emit_released,
             install=self._install_notifiers_state,
-            flush=self.outputs.flush,
+            flush=lambda timeout: self.outputs.flush(timeout) and self.links.flush(timeout),
             admit=self.ingress.admit_plan,
             # records that may not reach the sink: refused by a fence, or dropped from a full buffer
-            fenced=lambda: sum(s.fenced + s.overflow + s.abandoned for s in self.outputs.stats().values()),
+            fenced=lambda: sum(
+                s.fenced + s.overflow + s.abandoned
+                for s in (*self.outputs.stats().values(), *self.links.stats().values())
+            ),
         )
+
+    def _emit_released(
+        self, stream_id: str, events: list[Event], origin: Origin | None = None, fence: Fence | None = None
+    ) -> None:
+        """A redundant plan's outputs its gate released: to the adapters and the importing plans."""
+        self.outputs.emit(stream_id, events, origin, fence)
+        self.links.emit(stream_id, events, origin, fence)
+
+    def _room(self, streams: frozenset[str], timeout: float) -> str | None:
+        deadline = time.monotonic() + timeout
+        full = self.outputs.room(streams, timeout)
+        return full if full is not None else self.links.room(streams, max(0.0, deadline - time.monotonic()))
 
     def _spark(self, config: Config) -> SparkDriver | None:
         """The driver of this node's Spark plans, when `[spark] enabled`; the session starts
@@ -457,6 +476,7 @@ class Node:
             log.info("cluster left (%.0f ms)", (time.monotonic() - started) * 1000)
         if self._serving:
             self.snapshots.take_all()
+        self.links.stop()
         self.plans.stop()
         if self.journals is not None:
             self.journals.close()

@@ -413,10 +413,10 @@ class PlanManager:
                 outputs.emit(stream_id, events)
             else:
                 origin = journal.origin(stream_id, len(events))
-                if gate is None:
-                    outputs.emit(stream_id, events, origin)
-                else:
+                if gate is not None:  # it reaches the plans importing it once released (`app.node.links`)
                     gate.hold(stream_id, events, origin)
+                    return
+                outputs.emit(stream_id, events, origin)
                 if journal.replaying or not journal.leading:
                     return  # the plans importing it logged what they got from the run replayed
             if ingress.routes().get(stream_id):

@@ -47,10 +47,12 @@ class Rig:
         mode: str = "failover",
         buffer_events: int = 0,
         downstream_registry: str | None = None,
+        chained: bool = False,
     ) -> None:
         """`buffer_events`: the sink adapter's (0: the node's default); `downstream_registry`:
         the members forward their outputs over Thrift to a `Downstream` node of that registry,
-        which writes them to `sink`."""
+        which writes them to `sink`; `chained`: a second redundant plan, `landing`, takes the
+        rooms plan's outputs and writes them to `sink`."""
         self.mode = mode  # the plan's ha_mode, and how the client sends
         self.registry = registry
         self.sink = sink
@@ -75,6 +77,7 @@ class Rig:
             redundant=mode,
             buffer_events=buffer_events,
             forward_to=None if self.downstream is None else self.downstream.node,
+            chained=chained,
         )
         self.proxies = [*self.registry_proxies, self.sink_proxy, *self.cluster_proxies]
         self.feeder: ClusterFeeder | None = None

@@ -167,12 +167,17 @@ def provision(
     redundant: str | None = None,
     buffer_events: int = 0,
     forward_to: NodeProcess | None = None,
+    chained: bool = False,
 ) -> None:
     """The plan, its streams and its sink in the registry of `node` (`redundant`: on every member
     of a cluster, one notifying, in that `ha_mode`; `buffer_events`: the sink adapter's, when not
     the node's default; `forward_to`: instead of a sink, the outputs go over Thrift to that
-    node, a `Downstream`, which writes them to `sink`)."""
+    node, a `Downstream`, which writes them to `sink`; `chained`: a second plan, `landing`,
+    redundant too, takes the rooms plan's outputs and passes them on to the sink)."""
     document = DOCUMENT.replace("SINK", sink)
+    if chained:
+        document = landing_document(document, redundant)
+        (tmp / "landing.siddhi").write_text(LANDING, encoding="utf-8")
     if forward_to is not None:
         document = document[: document.index("[[datasources]]")] + forwarding(forward_to)
     if buffer_events:
@@ -218,6 +223,23 @@ from Outs select * insert into Landed;
 """
 
 
+def landing_document(document: str, redundant: str | None = None) -> str:
+    """`document` with the `landing` plan after the rooms plan (or instead of it, when the rooms
+    plan is not in it), feeding the sink with what it lands."""
+    landing = '[[plans]]\nname = "landing"\nfile = "landing.siddhi"\n'
+    if redundant:
+        landing += f'distributed_mode = "redundant"\nha_mode = "{redundant}"\n'
+    document = document.replace(
+        "[[datasources]]",
+        '[[streams]]\nname = "landed"\npayload = [\n'
+        '  { name = "kind", type = "STRING" }, { name = "room", type = "STRING" }, { name = "seq", type = "LONG" },\n'
+        f'  {{ name = "a", type = "LONG" }}, {{ name = "b", type = "LONG" }},\n]\n\n{landing}\n[[datasources]]',
+    )
+    return document.replace(
+        'stream = "outs:1.0.0"\nadapter = "outTable"', 'stream = "landed:1.0.0"\nadapter = "outTable"'
+    )
+
+
 class Downstream:
     """A node of its own (registry `registry`) whose plan writes every `outs` event it receives
     over Thrift to the rooms sink table in `sink`, as the last hop of a forwarding chain."""
@@ -226,19 +248,9 @@ class Downstream:
         tmp.mkdir()
         self.node = NodeProcess(tmp, registry)
         document = DOCUMENT.replace("SINK", sink)
-        document = document.replace(
-            'name = "rooms"\nfile = "rooms.siddhi"', 'name = "landing"\nfile = "landing.siddhi"'
-        )
-        document = document.replace(
-            'stream = "outs:1.0.0"\nadapter = "outTable"', 'stream = "landed:1.0.0"\nadapter = "outTable"'
-        )
-        document = document.replace(
-            "[[plans]]",
-            '[[streams]]\nname = "landed"\npayload = [\n'
-            '  { name = "kind", type = "STRING" }, { name = "room", type = "STRING" }, { name = "seq", type = "LONG" },\n'
-            '  { name = "a", type = "LONG" }, { name = "b", type = "LONG" },\n]\n\n[[plans]]',
-        )
-        assert "landing.siddhi" in document and "landed:1.0.0" in document
+        rooms = document.index("[[plans]]")
+        document = landing_document(document[:rooms] + document[document.index("[[datasources]]") :])
+        assert "rooms.siddhi" not in document and "landed:1.0.0" in document
         (tmp / "landing.siddhi").write_text(LANDING, encoding="utf-8")
         (tmp / "apply.toml").write_text(document, encoding="utf-8")
         self.node.cli("db", "upgrade")

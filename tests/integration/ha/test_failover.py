@@ -61,6 +61,7 @@ def run_faults(
     faults: int,
     mode: str = "failover",
     members: int = 2,
+    chained: bool = False,
 ) -> Faults:
     """Feed, inject `faults` faults into the notifier, check the sink; (where, takeover seconds, resent)."""
     seed = random.randrange(1 << 30)
@@ -70,7 +71,7 @@ def run_faults(
     pair = Pair(tmp_path, registry, members=members)
     document_dir = tmp_path / "doc"
     document_dir.mkdir()
-    provision(pair.nodes[0], document_dir, sink, redundant=mode)
+    provision(pair.nodes[0], document_dir, sink, redundant=mode, chained=chained)
     takeovers: list[float] = []
     try:
         for node in pair.nodes:
@@ -194,3 +195,17 @@ def test_kill_9_with_three_members_loses_and_repeats_nothing(
     ):
         run = run_faults(tmp_path, registry, sink, NodeProcess.kill, FAULTS, members=3)
     report(capsys, "three members, kill -9", run)
+
+
+def test_kill_9_with_chained_plans_loses_and_repeats_nothing(
+    tmp_path: Path, mysql_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A second redundant plan imports the rooms plan's outputs and writes them to the sink:
+    the rooms plan's notifier hands them on only once its standbys hold the record (its gate),
+    each named by its origin, so the importing plan takes each once through every takeover."""
+    with (
+        isolated_database(mysql_url, "cep_ha") as registry,
+        isolated_database(mysql_url, "cep_ha_sink") as sink,
+    ):
+        run = run_faults(tmp_path, registry, sink, NodeProcess.kill, FAULTS, chained=True)
+    report(capsys, "chained plans, kill -9", run)

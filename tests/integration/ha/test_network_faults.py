@@ -31,10 +31,10 @@ from pathlib import Path
 import pytest
 
 from app.config import HA
-from tests.support.cluster import ClusterFeeder, plan_status
+from tests.support.cluster import ClusterFeeder, plan_status, status_of
 from tests.support.databases import isolated_database
 from tests.support.faults import Rig, Watch, fenced_in_log, log_size, wait_until
-from tests.support.nodes import NodeProcess
+from tests.support.nodes import NodeProcess, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.ha, pytest.mark.mysql]
 
@@ -168,6 +168,49 @@ def test_a_partition_between_the_members_changes_no_role_while_both_reach_the_re
     assert not changes, f"roles changed: {changes}"
     assert lease_before == lease_after
     assert back_in_sync is not None
+
+
+def test_a_chained_plan_led_across_a_partition_gets_every_output_once_it_heals(
+    tmp_path: Path, mysql_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The rooms plan notifies on one member, the plan importing its outputs (`landing`, which
+    writes the sink) on the other; the members are cut off from each other (connections reset)
+    for longer than a relay waits. The outputs that could not reach `landing` meanwhile are
+    handed on when the partition heals, none dropped (they were logged and dropped before)."""
+    with (
+        isolated_database(mysql_url, "cep_ha") as registry,
+        isolated_database(mysql_url, "cep_ha_sink") as sink,
+    ):
+        rig = Rig(tmp_path, registry, sink, "failover", chained=True)
+        try:
+            notifier, standby = rig.start()
+            standby_id = standby.sections["node"]["id"]
+            notifier.cli("cluster", "move", "landing", standby_id)
+            wait_for(lambda: status_of(standby, "landing").get("role") == "notifier", 20, "landing to move")
+            feeder = rig.feed(notifier)
+            time.sleep(1.0)
+            cut = time.monotonic()
+            for proxy in rig.cluster_proxies:
+                proxy.cut()
+            time.sleep(2 * FAULT)  # past a relay's deadline (5 s)
+            roles = [
+                (plan_status(n).get("role"), status_of(n, "landing").get("role")) for n in (notifier, standby)
+            ]
+            healed = time.monotonic()
+            for proxy in rig.cluster_proxies:
+                proxy.heal()
+            back_in_sync = wait_until(lambda: _in_sync(rig), 30)
+            sent = rig.finish()
+            say(
+                capsys,
+                f"[fault: chained plans on two members, partition {healed - cut:.1f} s] roles (rooms, landing) "
+                f"at its end {roles}; standby back in sync {_s(back_in_sync)} after healing; bundles resent "
+                f"{feeder.resent}; {rig.where(sent)}",
+            )
+            rig.check(sent)
+            assert roles == [("notifier", "standby"), ("standby", "notifier")], roles
+        finally:
+            rig.close()
 
 
 def test_a_notifier_cut_off_from_the_registry_stops_before_its_lease_runs_out_and_the_standby_takes_over(
