@@ -395,6 +395,7 @@ class Follower:
             if isinstance(message, Record):
                 journal.apply(message.position, message.body)
                 if self.live:
+                    journal.on_disk()  # under fsync "always", a record is acknowledged once on disk
                     connection.send(Ack(journal.position, self.gate.complete))
             elif isinstance(message, State):
                 self.ended_live = False
@@ -417,10 +418,12 @@ class Follower:
                 journal.resume(message.term)
             elif isinstance(message, Live):
                 self.live = True
+                journal.on_disk()
                 connection.send(Ack(journal.position, self.gate.complete))
             elif isinstance(message, Delivered):
                 self.gate.trim(message.position)
                 if self.live:
+                    journal.on_disk()
                     connection.send(Ack(journal.position, self.gate.complete))
             elif isinstance(message, Settled):
                 journal.settled(message.position)

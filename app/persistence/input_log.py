@@ -56,6 +56,39 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 SEGMENT_BYTES = 64 << 20
+OPEN_FILE = "open"  # the boot the log was opened in, while it may hold unflushed records
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+
+
+def _boot() -> str:
+    """This boot of the machine ("" where the system does not say)."""
+    try:
+        return BOOT_ID.read_text("ascii").strip()
+    except OSError:
+        return ""
+
+
+def _went_down(directory: Path) -> bool:
+    """Whether the machine restarted while the log in `directory` was open (its `open` file
+    names another boot): appends not yet flushed then may be lost whole, which the records
+    cannot show. A process killed (-9) loses nothing: the kernel still writes what it wrote."""
+    try:
+        opened_in = (directory / OPEN_FILE).read_text("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return bool(opened_in) and opened_in != _boot()
+
+
+def _mark_open(directory: Path) -> None:
+    path = directory / OPEN_FILE
+    temporary = directory / f"{OPEN_FILE}.new"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, PRIVATE_FILE)
+    with os.fdopen(fd, "w", encoding="ascii") as f:
+        f.write(_boot())
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(temporary, path)
+    fsync_dir(directory)
 
 
 class FsyncPolicy(enum.StrEnum):
@@ -97,6 +130,8 @@ class InputLog:
         self._stop = threading.Event()
         self._interval = interval_ms / 1000
         self._flusher: threading.Thread | None = None
+        self._tail_may_be_lost = _went_down(self.directory) and self.policy is not FsyncPolicy.ALWAYS
+        _mark_open(self.directory)
         if self.policy is FsyncPolicy.INTERVAL:
             self._flusher = threading.Thread(target=self._flush_loop, name="input-log-fsync", daemon=True)
             self._flusher.start()
@@ -306,6 +341,8 @@ class InputLog:
             for plan_log in self._plans.values():
                 with plan_log.lock:
                     plan_log.close(flush=self.policy is not FsyncPolicy.OFF)
+            if self.policy is not FsyncPolicy.OFF:  # flushed: nothing to lose in a power cut now
+                (self.directory / OPEN_FILE).unlink(missing_ok=True)
 
     def __enter__(self) -> InputLog:
         return self
@@ -347,7 +384,7 @@ class InputLog:
                         os.fsync(f.fileno())
                 fsync_dir(self.directory)
             found = PlanLog(plan, directory)
-            found.open()
+            found.open(tail_may_be_lost=self._tail_may_be_lost)
             self._plans[plan] = found
             return found
 

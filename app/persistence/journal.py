@@ -342,6 +342,11 @@ class PlanJournal:
 
     # ---- replication -----------------------------------------------------------------------
 
+    def on_disk(self) -> None:
+        """Return once every record this journal holds is as durable as the fsync policy makes
+        it (a standby, before it acknowledges them: under "always", on disk)."""
+        self._log.durable(self.plan, self.position)
+
     def apply(self, position: int, payload: bytes) -> None:
         """Append and process record `position` of the notifier (this journal follows it)."""
         record = decode(payload)

@@ -51,8 +51,11 @@ class PlanLog:
         self.broken: str | None = None
         self.log_id = ""
 
-    def open(self) -> None:
-        """Check every segment, cut a torn tail off the newest; `InputLogCorrupt` for the rest."""
+    def open(self, *, tail_may_be_lost: bool = False) -> None:
+        """Check every segment, cut a torn tail off the newest; `InputLogCorrupt` for the rest.
+        `tail_may_be_lost`: the machine went down since the log was last open (a power cut)
+        and not every append was flushed: records may be gone whole, and the log continues
+        under a new id, as after a torn tail."""
         self.log_id = self._identity()
         found = sorted(
             (first, path)
@@ -77,6 +80,14 @@ class PlanLog:
                 self.log_id = self._new_identity()
             self.segments.append((first, path, scan.end))
             expected = first + scan.count
+        if tail_may_be_lost and expected > 1:
+            log.warning(
+                "input log of plan %s: the machine went down while the log was open and not every "
+                "record was flushed (fsync is not \"always\"): records after position %d may be lost, "
+                "so the log continues under a new id",
+                self.plan, expected - 1,
+            )  # fmt: skip
+            self.log_id = self._new_identity()
         self.next = expected
         self.synced = expected - 1
         self.size = sum(s[2] for s in self.segments)

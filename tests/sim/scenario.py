@@ -162,7 +162,7 @@ class Sim:
             disk.logs += 1
             self.disks[name] = Disk(f"{name}-log{disk.logs}", logs=disk.logs)
         elif disk_state == "power cut":
-            del disk.entries[disk.durable :]  # what was not fsynced is gone
+            self._power_cut(name, disk)
         self.world.trace(
             f"{name} restarts ({disk_state}, log {self.disks[name].log_id} at {self.disks[name].position})"
         )
@@ -173,6 +173,14 @@ class Sim:
             if not any(covers(LogPosition(d.term, d.position), lease.required) for d in self.disks.values()):
                 self.requirement_destroyed = True  # no disk holds what the lease requires: an operator's call
         self._start(name)
+
+    def _power_cut(self, name: str, disk: Disk) -> None:
+        """What was not fsynced is gone; a log that may have lost records whole (fsync not
+        "always") goes on under a new id and no term, as `app.persistence.input_log` does."""
+        del disk.entries[disk.durable :]
+        if self.fsync != "always":
+            disk.logs += 1
+            self.disks[name] = Disk(f"{name}-log{disk.logs}", 0, disk.entries, disk.durable, disk.logs)
 
     def note_notifier(self, member: Member, epoch: int) -> None:
         """`member` took over under `epoch`: early (the old lease not expired) only from a dead process."""

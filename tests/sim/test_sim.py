@@ -19,7 +19,7 @@ from ha.ports import Lease
 from ha.resends import SETTLED, DirectCopies
 from ha.roles import PlanRole
 from tests.sim.known import FIXED, OPEN, Path
-from tests.sim.member import Member
+from tests.sim.member import Disk, Member
 from tests.sim.outside import Adapter
 from tests.sim.run import report, run_many
 from tests.sim.scenario import Config, Sim
@@ -101,6 +101,15 @@ def _refused_outputs_wait_for_a_next_notifier(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(OutputGate, "redeliver", lambda self: 0)
 
 
+def _power_cut_keeps_the_log(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before its fix: a log that lost its unsynced tail keeps its id and its term."""
+
+    def cut(self: Sim, name: str, disk: Disk) -> None:
+        del disk.entries[disk.durable :]
+
+    monkeypatch.setattr(Sim, "_power_cut", cut)
+
+
 UNDO: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
     "a notifier whose writes the fence refused while its lease lapsed on its own clock, and who "
     "then renewed the same lease, never delivers those outputs again": _refused_outputs_wait_for_a_next_notifier,
@@ -111,6 +120,8 @@ UNDO: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
     ),
     "a live notifier is deposed by its own heartbeat connection closing (FIN)": _heartbeat_fin_is_death,
     "a member restarted with a log that lost acknowledged records takes over": _restart_keeps_the_old_lease,
+    "a log that lost its unsynced tail in a power cut keeps its id and term: its member counts as "
+    "holding what it lost, and positions are used again": _power_cut_keeps_the_log,
 }
 
 

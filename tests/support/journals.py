@@ -46,9 +46,10 @@ class Run:
     directory: Path
     wall: Wall = field(default_factory=Wall)
     out: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
+    fsync: str = "off"
 
     def __post_init__(self) -> None:
-        self.log = InputLog(self.directory, "off")
+        self.log = InputLog(self.directory, self.fsync)
         self.journal = PlanJournal("p", self.log, self.wall)
         self.runtime = engine.compile(PLAN, clock="wall", wall_time=self.journal.clock)
         for stream in ("Sums", "Batches", "Rises"):

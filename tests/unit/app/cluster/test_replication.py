@@ -34,6 +34,27 @@ def wait(condition: Callable[[], bool], what: str) -> None:
         time.sleep(0.01)
 
 
+def subscribed(sequencer: Sequencer, standby: Run) -> tuple[PeerServer, Follower]:
+    """A notifier's server for `sequencer` and `standby`'s follower of it (not started)."""
+
+    def serve(connection: Connection) -> None:
+        request = connection.recv()
+        assert isinstance(request, Subscribe)
+        sequencer.serve(connection, request)
+
+    server = PeerServer("127.0.0.1", 0, "a", SECRET, serve)
+    server.start()
+    standby.journal.follow(None)
+    follower = Follower(
+        standby.journal,
+        LockedGate("p", no_outputs),
+        notifier=lambda: f"127.0.0.1:{server.port}",
+        connect=lambda address: connect(address, "b", "replicate", SECRET),
+        install=standby.runtime.restore,
+    )
+    return server, follower
+
+
 def test_a_standby_joined_from_a_snapshot_computes_what_the_notifier_does_and_takes_over(
     tmp_path: Path,
 ) -> None:
@@ -46,22 +67,8 @@ def test_a_standby_joined_from_a_snapshot_computes_what_the_notifier_does_and_ta
     join = 6
     notifier.do(OPS[:join])
 
-    def serve(connection: Connection) -> None:
-        request = connection.recv()
-        assert isinstance(request, Subscribe)
-        sequencer.serve(connection, request)
-
-    server = PeerServer("127.0.0.1", 0, "a", SECRET, serve)
-    server.start()
     standby = Run(tmp_path / "b", Wall(10**12))  # its own wall clock must never count
-    standby.journal.follow(None)
-    follower = Follower(
-        standby.journal,
-        LockedGate("p", no_outputs),
-        notifier=lambda: f"127.0.0.1:{server.port}",
-        connect=lambda address: connect(address, "b", "replicate", SECRET),
-        install=standby.runtime.restore,
-    )
+    server, follower = subscribed(sequencer, standby)
     try:
         follower.start()
         wait(lambda: follower.live, "the standby to join")
@@ -414,3 +421,37 @@ def test_a_standby_whose_state_does_not_fit_the_notifiers_is_not_eligible_and_as
     finally:
         follower.stop()
         server.stop()
+
+
+def test_under_fsync_always_a_standby_acknowledges_only_what_is_on_its_disk(tmp_path: Path) -> None:
+    notifier = Run(tmp_path / "a", Wall(OPS[0][0]))
+    sequencer = Sequencer(notifier.journal, LockedGate("p", no_outputs))
+    notifier.journal.lead(1, sequencer)
+    standby = Run(tmp_path / "b", Wall(10**12), fsync="always")
+    on_disk_when_acknowledged: list[tuple[int, int]] = []
+    acknowledged = sequencer._rule.acknowledged
+
+    def watched(member: Any, position: int, ready: bool) -> None:
+        on_disk_when_acknowledged.append((position, standby.log._plans["p"].synced))
+        acknowledged(member, position, ready)
+
+    sequencer._rule.acknowledged = watched  # type: ignore[method-assign]
+
+    server, follower = subscribed(sequencer, standby)
+    try:
+        follower.start()
+        wait(lambda: follower.live, "the standby to join")
+        notifier.do(OPS)
+        wait(
+            lambda: (
+                bool(on_disk_when_acknowledged)
+                and on_disk_when_acknowledged[-1][0] == notifier.journal.position
+            ),
+            "the acknowledgements",
+        )
+    finally:
+        follower.stop()
+        server.stop()
+    assert all(position <= synced for position, synced in on_disk_when_acknowledged), (
+        on_disk_when_acknowledged
+    )
