@@ -23,6 +23,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, cast
 
 from adapters.output.base import Fence, Origin
@@ -84,10 +85,13 @@ class Cluster:
         members: RegistryMembers | None,
         emit: Emit[Origin, Fence],
         install: Callable[[str, bytes], object],
-        flush: Callable[[float], bool],
-        fenced: Callable[[], int],
+        flush: Callable[[str | None, float], bool],
+        fenced: Callable[[str], int],
         admit: Callable[[str, int], None] = lambda plan, events: None,
     ) -> None:
+        """`flush(plan, timeout)`: whether what the plan's outputs (None: every plan's) went
+        to is written within `timeout` s; `fenced(plan)`: how many records its adapters were
+        refused by a fence, or dropped or abandoned: records that may not reach the sink."""
         self.settings = settings
         self.me = settings.me
         self._leases = leases
@@ -98,6 +102,8 @@ class Cluster:
         self._install = install
         self._flush = flush
         self._fenced = fenced
+        self._flusher = ThreadPoolExecutor(4, thread_name_prefix="cluster-flush")  # per-plan delivered checks
+        self._flushing: dict[str, tuple[Future[bool], int]] = {}  # plan → its check, and what it covers
         self.membership = cast(Membership, Locked(Membership(self.me, settings.timeouts, ())))
         self._addresses: dict[str, str] = {self.me: settings.advertise}  # member → cluster address
         self._plans: dict[str, _Plan] = {}
@@ -139,7 +145,8 @@ class Cluster:
         self._nudge.set()
         with self._round:  # a role round under way may be renewing a lease: not after it is released
             pass
-        self._flush(HANDOVER_FLUSH_SECONDS)
+        self._flush(None, HANDOVER_FLUSH_SECONDS)
+        self._flusher.shutdown(wait=False, cancel_futures=True)
         with self._lock:
             plans = list(self._plans.values())
         for plan in plans:
@@ -318,7 +325,7 @@ class Cluster:
         elif turn.action is Action.RELEASE:
             self._step_down(plan, drain=True)
             # what went to the adapters under this lease is written before the next notifier starts
-            self._flush(self.settings.timing.margin_ms / 1000)
+            self._flush(plan.name, self.settings.timing.margin_ms / 1000)
             self._release_lease(plan)
             plan.role.released(time.monotonic())
             log.info("plan %s: notifier role handed to %s", plan.name, ", ".join(situation.in_sync))
@@ -390,7 +397,7 @@ class Cluster:
         after = plan.journal.lead(epoch, plan.sequencer)
         plan.epoch = epoch
         plan.required = None  # this term has required nothing yet
-        plan.fenced_at_takeover = self._fenced()  # refusals from here on withhold the watermark
+        plan.fenced_at_takeover = self._fenced(plan.name)  # refusals from here on withhold the watermark
         delivered = plan.gate.open(fence, after)
         if plan.journal.taken_through:  # copies waiting here: settle them, to answer their clients
             threading.Thread(
@@ -487,20 +494,35 @@ class Cluster:
         forever(self._stop, 0.2, self._watermark_round, "reporting delivered outputs")
 
     def _watermark_round(self) -> None:
-        """Tell the standbys which outputs are written, so they forget them. Nothing is reported
-        for a plan while a fence refused any record since its term began (counted when it took
+        """Tell the standbys which outputs are written, so they forget them: per plan, from the
+        adapters (and links) its outputs go to, so a sink that is down holds up only the plans
+        that write to it. Nothing is reported for a plan while a fence refused any record of
+        its adapters since its term began (counted when it took
         over): a refused output may have been released long before this round, and the next
         notifier must still deliver it from what it holds; unless this node holds the lease
         again (it had lapsed on its own clock), when it delivers everything not known written
         again itself and counts refusals from there."""
         with self._lock:
             leading = [(p, p.sequencer, p.gate.released) for p in self._plans.values() if p.sequencer]
-        if not leading:
-            return
-        if not self._flush(WATERMARK_FLUSH_SECONDS):
-            return
-        fenced = self._fenced()
         for plan, sequencer, released in leading:
+            # each plan's flush runs on its own, over rounds: a plan whose sink is down holds up no other
+            asked = self._flushing.get(plan.name)
+            if asked is None:
+                if self._stop.is_set():
+                    return
+                try:
+                    future = self._flusher.submit(self._flush, plan.name, WATERMARK_FLUSH_SECONDS)
+                except RuntimeError:  # the cluster is stopping
+                    return
+                self._flushing[plan.name] = (future, released)  # what was released before it was asked
+                continue
+            future, released = asked
+            if not future.done():
+                continue
+            del self._flushing[plan.name]
+            if not future.result():
+                continue
+            fenced = self._fenced(plan.name)
             if plan.sequencer is not sequencer:
                 continue
             if fenced == plan.fenced_at_takeover:

@@ -17,6 +17,7 @@ notifier forwards it again.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -107,15 +108,19 @@ class PlanLinks:
                 return link.name
         return None
 
-    def flush(self, timeout: float) -> bool:
-        """Whether everything handed to the links was forwarded within `timeout` s."""
+    def flush(self, timeout: float, streams: Sequence[str] | None = None) -> bool:
+        """Whether everything handed to the links (of `streams`; None: all) was forwarded
+        within `timeout` s."""
         with self._lock:
-            links = list(self._links.values())
-        return all(link.flush(timeout) for link in links)
+            links = [link for s, link in self._links.items() if streams is None or s in streams]
+        deadline = time.monotonic() + timeout
+        return all(link.flush(max(0.0, deadline - time.monotonic())) for link in links)
 
-    def stats(self) -> dict[str, AdapterStats]:
+    def stats(self, streams: Sequence[str] | None = None) -> dict[str, AdapterStats]:
         with self._lock:
-            return {link.name: link.stats for link in self._links.values()}
+            return {
+                link.name: link.stats for s, link in self._links.items() if streams is None or s in streams
+            }
 
     def stop(self, timeout: float = 5.0) -> None:
         with self._lock:

@@ -166,14 +166,31 @@ class Node:
             RegistryMembers(self.registry),
             emit=self._emit_released,
             install=self._install_notifiers_state,
-            flush=lambda timeout: self.outputs.flush(timeout) and self.links.flush(timeout),
+            flush=self._flush_plan,
             admit=self.ingress.admit_plan,
-            # records that may not reach the sink: refused by a fence, or dropped from a full buffer
-            fenced=lambda: sum(
-                s.fenced + s.overflow + s.abandoned
-                for s in (*self.outputs.stats().values(), *self.links.stats().values())
-            ),
+            fenced=self._fenced_plan,
         )
+
+    def _flush_plan(self, plan: str | None, timeout: float) -> bool:
+        """Whether the adapters and links `plan`'s exports feed (None: every plan's) wrote what
+        they were given within `timeout` s."""
+        deadline = time.monotonic() + timeout
+        if plan is None:
+            return self.outputs.flush(timeout) and self.links.flush(max(0.0, deadline - time.monotonic()))
+        streams = self.plans.exports_of(plan)
+        adapters = self.outputs.adapters_of(streams)
+        return all(a.flush(max(0.0, deadline - time.monotonic())) for a in adapters) and self.links.flush(
+            max(0.0, deadline - time.monotonic()), streams
+        )
+
+    def _fenced_plan(self, plan: str) -> int:
+        """Records of the adapters and links `plan`'s exports feed that may not reach their
+        target: refused by a fence, or dropped from a full buffer, or abandoned."""
+        streams = self.plans.exports_of(plan)
+        stats = [a.stats for a in self.outputs.adapters_of(streams)] + list(
+            self.links.stats(streams).values()
+        )
+        return sum(s.fenced + s.overflow + s.abandoned for s in stats)
 
     def _emit_released(
         self, stream_id: str, events: list[Event], origin: Origin | None = None, fence: Fence | None = None

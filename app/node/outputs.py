@@ -315,6 +315,15 @@ class OutputHub:
     def flush(self, timeout: float) -> bool:
         return all(r.adapter.flush(timeout) for r in list(self._adapters.values()))
 
+    def adapters_of(self, streams: Sequence[str]) -> list[OutputAdapter]:
+        """The adapters the routes of `streams` feed, each once."""
+        found: dict[int, OutputAdapter] = {}
+        routes = self._routes
+        for stream_id in streams:
+            for route in routes.get(stream_id, ()):
+                found.setdefault(id(route.adapter), route.adapter)
+        return list(found.values())
+
     def stop(self) -> None:
         """Flush and stop every adapter (waits up to the stop timeout for each)."""
         with self._lock:

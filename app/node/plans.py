@@ -511,6 +511,11 @@ class PlanManager:
         d = self._deployed.get(name)
         return None if d is None else (d.plan, d.runtime)
 
+    def exports_of(self, name: str) -> tuple[str, ...]:
+        """The registered streams plan `name` exports (none when it is not deployed here)."""
+        deployed = self._deployed.get(name)
+        return () if deployed is None else tuple(b.stream_id for b in deployed.exports)
+
     def deployments(self) -> list[tuple[ExecutionPlan, Runtime]]:
         return [(d.plan, d.runtime) for d in self._deployed.values()]
 

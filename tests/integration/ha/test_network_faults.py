@@ -213,6 +213,47 @@ def test_a_chained_plan_led_across_a_partition_gets_every_output_once_it_heals(
             rig.close()
 
 
+def test_a_sink_outage_holds_up_the_delivered_reports_of_only_the_plan_that_writes_to_it(
+    tmp_path: Path, mysql_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Both plans notify on one member: the rooms plan's outputs go to `landing` (a link), and
+    only `landing` writes the sink. With the sink down, the rooms plan's outputs are still
+    reported delivered (its standby forgets them), while `landing`'s wait in its held outputs:
+    before, one adapter that could not flush held up the reports of every plan of the node."""
+    with (
+        isolated_database(mysql_url, "cep_ha") as registry,
+        isolated_database(mysql_url, "cep_ha_sink") as sink,
+    ):
+        rig = Rig(tmp_path, registry, sink, "failover", chained=True)
+        try:
+            notifier, standby = rig.start()
+            notifier.cli("cluster", "move", "landing", notifier.sections["node"]["id"])
+            wait_for(lambda: status_of(notifier, "landing").get("role") == "notifier", 20, "landing to move")
+            rig.feed(notifier)
+            time.sleep(1.0)
+            rig.sink_proxy.cut()
+            time.sleep(FAULT)
+            held = (
+                plan_status(standby).get("held_outputs"),
+                status_of(standby, "landing").get("held_outputs"),
+            )
+            rig.sink_proxy.heal()
+            sent = rig.finish()
+            say(
+                capsys,
+                f"[fault: sink down {FAULT:.0f} s, two plans on one notifier] held outputs on the standby at "
+                f"its end: rooms {held[0]}, landing {held[1]}; {rig.where(sent)}",
+            )
+            rig.check(sent)
+            assert isinstance(held[0], int) and isinstance(held[1], int), held
+            assert held[1] > 2_000, f"the outage held up too little to tell: {held}"
+            assert held[0] < held[1] / 4, (
+                f"the rooms plan's delivered reports waited for landing's sink: {held}"
+            )
+        finally:
+            rig.close()
+
+
 def test_a_notifier_cut_off_from_the_registry_stops_before_its_lease_runs_out_and_the_standby_takes_over(
     rig: Rig, capsys: pytest.CaptureFixture[str]
 ) -> None:

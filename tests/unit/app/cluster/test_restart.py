@@ -30,7 +30,7 @@ def test_a_restarted_member_gives_up_its_predecessors_leases_before_it_asks(tmp_
         timeouts=Timeouts(),
         timing=Timing(),
     )
-    cluster = Cluster(settings, leases, None, lambda *_: None, lambda *_: None, lambda _: True, lambda: 0)
+    cluster = Cluster(settings, leases, None, lambda *_: None, lambda *_: None, lambda *_: True, lambda _: 0)
     cluster.start()
     try:
         deadline = time.monotonic() + 5

@@ -19,7 +19,7 @@ from ha.membership import Timeouts
 def test_a_stop_waits_for_the_adapters_a_bounded_time_then_leaves() -> None:
     asked: list[float] = []
 
-    def stuck_sink(timeout: float) -> bool:  # as `OutputHub.flush` with a sink that never answers in time
+    def stuck_sink(plan: str | None, timeout: float) -> bool:  # a sink that never answers in time
         asked.append(timeout)
         return False
 
@@ -42,7 +42,7 @@ def test_a_stop_waits_for_the_adapters_a_bounded_time_then_leaves() -> None:
         emit=lambda *_: None,
         install=lambda *_: None,
         flush=stuck_sink,
-        fenced=lambda: 0,
+        fenced=lambda plan: 0,
     )
     cluster.start()
     try:
