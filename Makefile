@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run replay test unit fast browser check lint typecheck contracts bench bench-spark conformance clean venv ha-faults ha-soak sim sim-long outage
+.PHONY: run replay test unit fast browser check lint typecheck contracts bench bench-spark conformance clean venv ha-faults ha-soak sim sim-long outage outage-long
 
 # Every target first makes sure of the venv (re-created if made from another interpreter).
 venv:
@@ -58,6 +58,13 @@ ha-soak: venv
 ## mode: nothing lost or repeated, clients pushed back, figures printed
 outage: venv
 	CEPHEUS_OUTAGE_SECONDS=60 $(BIN)/pytest -q -s --require-services tests/integration/node/test_sink_outage.py \
+		"tests/integration/ha/test_network_faults.py::test_a_sink_outage_longer_than_the_buffer_pushes_back_on_the_client_and_loses_nothing"
+
+## make outage-long: the same with a 5-minute outage and bundles of 16 readings (about 5,000 rows/s
+## offered), about 25 minutes
+outage-long: venv
+	CEPHEUS_OUTAGE_SECONDS=300 CEPHEUS_ROOMS_BUNDLE=16 $(BIN)/pytest -q -s --require-services \
+		tests/integration/node/test_sink_outage.py \
 		"tests/integration/ha/test_network_faults.py::test_a_sink_outage_longer_than_the_buffer_pushes_back_on_the_client_and_loses_nothing"
 
 ## make sim SEED=N: replay one schedule of the HA simulator, step by step (a failing seed's trace)

@@ -4,6 +4,7 @@ its registry document, seeded readings, what an uninterrupted run emits, and a T
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from collections import Counter
@@ -91,7 +92,7 @@ DEFINITION = (
     '{"name": "seq", "type": "LONG"}, {"name": "v", "type": "LONG"}]}'
 )
 READINGS = 480
-BUNDLE = 8
+BUNDLE = int(os.environ.get("CEPHEUS_ROOMS_BUNDLE", "8"))  # readings a bundle (`make outage-long`: 16)
 STEP_MS = 250  # event time between readings; `within 1 sec` spans four of them
 Reading = tuple[str, int, int]
 Row = tuple[str, str, int, int, int]

@@ -348,7 +348,7 @@ def _sink_down(rig: Rig, seconds: float) -> _SinkDown:
     notifier, _ = rig.start()
     assert rig.watch is not None
     feeder = rig.feed(notifier)
-    time.sleep(1.0)
+    time.sleep(2.0)
     lease_before, resent_before = rig.lease(), feeder.resent
     cut = time.monotonic()
     rig.sink_proxy.cut()
@@ -398,6 +398,8 @@ def test_a_sink_outage_longer_than_the_buffer_pushes_back_on_the_client_and_lose
 ) -> None:
     down = _sink_down(rig, OUTAGE)
     watch, feeder, cut, healed, old = down.watch, down.feeder, down.cut, down.healed, down.old
+    before = [v for at, v in watch.rows if cut - 1.0 <= at <= cut and v is not None]
+    rate = (before[-1] - before[0]) / 1.0 if len(before) > 1 else 0.0
     resent_before = down.resent_before
     drained = wait_until(lambda: watch.increases(watch.rows, healed), 20)
     time.sleep(1.0)  # the client's refused bundles are taken again
@@ -408,7 +410,8 @@ def test_a_sink_outage_longer_than_the_buffer_pushes_back_on_the_client_and_lose
     peak = watch.peak(watch.pending[old], cut, healed + 1)
     say(
         capsys,
-        f"[fault: sink down {healed - cut:.1f} s, adapter buffer {SMALL_BUFFER}] role changes "
+        f"[fault: sink down {healed - cut:.1f} s, adapter buffer {SMALL_BUFFER}] load before it "
+        f"{rate:,.0f} rows/s into the sink; role changes "
         f"{_changes(changes, cut)}; bundles acknowledged during it {len(acked)}; records held by the "
         f"adapter at most {peak}; writes resumed {_s(drained)} after it ended; events pushed back "
         f"{pushed_back}; bundles refused and resent {feeder.resent - resent_before}; {rig.where(sent)}",

@@ -24,7 +24,16 @@ from adapters.thrift.errors import ConnectionClosed, RemoteApplicationError, Tra
 from tests.support.databases import isolated_database
 from tests.support.nodes import NodeProcess, toml_config, wait_for
 from tests.support.proxy import Proxy, proxied, target_of
-from tests.support.rooms import BUNDLE, Feeder, Reading, assert_exact, batch_count, provision, readings
+from tests.support.rooms import (
+    BUNDLE,
+    Feeder,
+    Reading,
+    assert_exact,
+    batch_count,
+    provision,
+    readings,
+    sink_rows,
+)
 
 pytestmark = [pytest.mark.mysql, pytest.mark.slow]
 
@@ -112,6 +121,9 @@ def test_a_sink_outage_longer_than_the_buffer_slows_the_client_and_loses_nothing
             watcher.start()
             time.sleep(1.0)
             refused_before = client.refused
+            rows_before, sent_before, at = len(sink_rows(sink)), client.sent, time.monotonic()
+            time.sleep(1.0)
+            load = (len(sink_rows(sink)) - rows_before, client.sent - sent_before, time.monotonic() - at)
             proxy.cut()
             time.sleep(OUTAGE)
             proxy.heal()
@@ -130,7 +142,8 @@ def test_a_sink_outage_longer_than_the_buffer_slows_the_client_and_loses_nothing
             proxy.close()
         with capsys.disabled():
             print(
-                f"\n[sink down {OUTAGE:.0f} s, adapter buffer {BUFFER}] {client.sent} readings acknowledged; "
+                f"\n[sink down {OUTAGE:.0f} s, adapter buffer {BUFFER}] load before it: {load[1] / load[2]:,.0f} "
+                f"readings/s, {load[0] / load[2]:,.0f} rows/s into the sink; {client.sent} readings acknowledged; "
                 f"bundles refused and resent {client.refused - refused_before} ({pushed_back} events pushed "
                 f"back); longest wait for an acknowledgement {client.longest:.1f} s; the adapter held at "
                 f"most {peak[0]} records; the node's peak memory {peak_rss:.0f} MiB"
