@@ -60,10 +60,10 @@ outage: venv
 	CEPHEUS_OUTAGE_SECONDS=60 $(BIN)/pytest -q -s --require-services tests/integration/node/test_sink_outage.py \
 		"tests/integration/ha/test_network_faults.py::test_a_sink_outage_longer_than_the_buffer_pushes_back_on_the_client_and_loses_nothing"
 
-## make outage-long: the same with a 5-minute outage and bundles of 16 readings (about 5,000 rows/s
+## make outage-long: the same with a 5-minute outage and bundles of 24 readings (5,000 rows/s or more
 ## offered), about 25 minutes
 outage-long: venv
-	CEPHEUS_OUTAGE_SECONDS=300 CEPHEUS_ROOMS_BUNDLE=16 $(BIN)/pytest -q -s --require-services \
+	CEPHEUS_OUTAGE_SECONDS=300 CEPHEUS_ROOMS_BUNDLE=24 $(BIN)/pytest -q -s --require-services \
 		tests/integration/node/test_sink_outage.py \
 		"tests/integration/ha/test_network_faults.py::test_a_sink_outage_longer_than_the_buffer_pushes_back_on_the_client_and_loses_nothing"
 

@@ -13,7 +13,10 @@ its last `keep` bundles; for `window_ms` after it takes over, a bundle identical
 them (same stream, same event timestamps, same values: a client's resend) is acknowledged
 without being processed again, each remembered bundle once. Likewise a bundle a standby relays
 that is identical to one this notifier sequenced itself in the last `window_ms`: the client
-sent it here, lost the acknowledgement, and sent it again through the other member. Outside
+sent it here, lost the acknowledgement, and sent it again through the other member; and a
+bundle sent here that is identical to one a standby relayed in the last `window_ms`: the
+standby gave up waiting for this notifier's answer (its relay's deadline) and refused its
+client, which sent it again here, though this notifier took it late. Outside
 those cases, or for a bundle never sequenced before, nothing is filtered. Clients that stamp events (WSO2's do) make
 two distinct bundles identical only if they repeat the same values at the same millisecond.
 
@@ -48,16 +51,19 @@ class Resends:
         self._before: Counter[int] = Counter()
         self._until = 0
         self._keep = keep
-        self._sequenced: deque[tuple[int, int]] = deque()  # (at ms, bundle) this node sequenced lately
+        self._sequenced: deque[tuple[int, int, bool]] = deque()  # (at ms, bundle, relayed) sequenced lately
         self._sequenced_count: Counter[int] = Counter()
+        self._relayed_count: Counter[int] = Counter()  # those of them a standby relayed
 
-    def seen(self, bundle: int, at_ms: int | None = None) -> None:
-        """A bundle was sequenced: by this node at `at_ms` (its plan clock), or by the notifier
-        (None: a record it applied)."""
+    def seen(self, bundle: int, at_ms: int | None = None, relayed: bool = False) -> None:
+        """A bundle was sequenced: by this node at `at_ms` (its plan clock; `relayed`: a standby
+        relayed it), or by the notifier (None: a record it applied)."""
         self._recent.append(bundle)
         if at_ms is not None:
-            self._sequenced.append((at_ms, bundle))
+            self._sequenced.append((at_ms, bundle, relayed))
             self._sequenced_count[bundle] += 1
+            if relayed:
+                self._relayed_count[bundle] += 1
             self._expire(at_ms)
 
     def relayed_again(self, bundle: int, now_ms: int) -> bool:
@@ -67,14 +73,25 @@ class Resends:
         self._expire(now_ms)
         return self._sequenced_count[bundle] > 0
 
+    def sent_after_its_relay(self, bundle: int, now_ms: int) -> bool:
+        """Whether a bundle a client sent here at `now_ms` is one a standby relayed here within
+        the window: the standby refused its client at its relay's deadline, and the client sent
+        it again here, though this node had taken it."""
+        self._expire(now_ms)
+        return self._relayed_count[bundle] > 0
+
     def _expire(self, now_ms: int) -> None:
         while self._sequenced and (
             self._sequenced[0][0] < now_ms - self._window_ms or len(self._sequenced) > self._keep
         ):
-            _, gone = self._sequenced.popleft()
+            _, gone, relayed = self._sequenced.popleft()
             self._sequenced_count[gone] -= 1
             if self._sequenced_count[gone] <= 0:
                 del self._sequenced_count[gone]
+            if relayed:
+                self._relayed_count[gone] -= 1
+                if self._relayed_count[gone] <= 0:
+                    del self._relayed_count[gone]
 
     def recent(self) -> list[int]:
         return list(self._recent)
@@ -86,6 +103,7 @@ class Resends:
         self._recent.extend(recent)
         self._sequenced.clear()
         self._sequenced_count.clear()
+        self._relayed_count.clear()
 
     def took_over(self, now_ms: int) -> None:
         """This node sequences from now on: what it has seen may come again for a while."""

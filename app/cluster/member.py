@@ -520,7 +520,7 @@ class Cluster:
             if not future.done():
                 continue
             del self._flushing[plan.name]
-            if not future.result():
+            if future.cancelled() or not future.result():
                 continue
             fenced = self._fenced(plan.name)
             if plan.sequencer is not sequencer:

@@ -266,7 +266,13 @@ class PlanJournal:
                     "plan %s: a bundle sent again through another member was not processed twice", self.plan
                 )
                 return self.position
-            self.resends.seen(bundle, at)
+            if not relayed and self.resends.sent_after_its_relay(bundle, at):
+                log.info(
+                    "plan %s: a bundle sent again after its relay was refused was not processed twice",
+                    self.plan,
+                )
+                return self.position
+            self.resends.seen(bundle, at, relayed)
         payload = stamped(unstamped, at)
         position = self._log.append(self.plan, payload, wait=False)
         self.clock.now = at

@@ -448,12 +448,16 @@ class Member:
     def _sequence(self, bundle: Bundle, reply: Reply | None, relayed: bool = False) -> None:
         at = self.now_ms()
         resent = self.resends.resent(bundle.digest, at)
-        relayed_again = relayed and not resent and self.resends.relayed_again(bundle.digest, at)
+        relayed_again = not resent and (
+            self.resends.relayed_again(bundle.digest, at)
+            if relayed
+            else self.resends.sent_after_its_relay(bundle.digest, at)
+        )
         if resent or relayed_again:
             # taken before: acknowledged once the newest record is settled, as the journal does
             position = self.disk.position
         else:
-            self.resends.seen(bundle.digest, at)
+            self.resends.seen(bundle.digest, at, relayed)
             position = self._append(bundle)
             self.sim.note_append(self, position, bundle)
             for conn, standby in list(self.subscribers.values()):

@@ -16,7 +16,7 @@ from tests.support.nodes import NodeProcess, toml_config
 from tests.support.rooms import BUNDLE, Feeder, Reading
 
 SECRET = "a-test-cluster-secret-of-some-length"
-PAUSE = 0.008  # between bundles: about 1,000 readings/s in bundles of 8 (2,000 in bundles of 16)
+PAUSE = 0.008  # between bundles: about 1,000 readings/s in bundles of 8
 
 
 class Pair:

@@ -92,7 +92,7 @@ DEFINITION = (
     '{"name": "seq", "type": "LONG"}, {"name": "v", "type": "LONG"}]}'
 )
 READINGS = 480
-BUNDLE = int(os.environ.get("CEPHEUS_ROOMS_BUNDLE", "8"))  # readings a bundle (`make outage-long`: 16)
+BUNDLE = int(os.environ.get("CEPHEUS_ROOMS_BUNDLE", "8"))  # readings a bundle (`make outage-long`: 24)
 STEP_MS = 250  # event time between readings; `within 1 sec` spans four of them
 Reading = tuple[str, int, int]
 Row = tuple[str, str, int, int, int]

@@ -42,6 +42,21 @@ def test_a_notifier_takes_a_bundle_relayed_soon_after_it_sequenced_it_as_a_resen
     assert not resends.relayed_again(digest("S", [1], [("a", 1)]), 11_001)  # past the window
 
 
+def test_a_bundle_sent_here_after_its_relay_was_refused_is_not_processed_twice(tmp_path: Path) -> None:
+    """The notifier took a relayed bundle late, after the standby's relay deadline refused its
+    client; the client sends it again, here. (Two identical bundles sent here directly are both
+    new: no relay was involved.)"""
+    run = Run(tmp_path / "a")
+    run.journal.resends = Resends()
+    run.journal.lead(1, None)
+    relayed = run.journal.send("In", [("k", 5)], 5, forward=False)
+    outputs = len(run.out)
+    assert run.journal.send("In", [("k", 5)], 5) == relayed  # the client's resend: the same position
+    assert len(run.out) == outputs
+    first = run.journal.send("In", [("k", 6)], 6)
+    assert run.journal.send("In", [("k", 6)], 6) > first  # identical, both sent here: both processed
+
+
 def test_a_relayed_resend_is_not_processed_twice_by_the_journal(tmp_path: Path) -> None:
     run = Run(tmp_path / "a")
     run.journal.resends = Resends()
