@@ -238,5 +238,14 @@ class NodeProcess:
             self.process.kill()
             self.process.wait()
 
+    def peak_memory_mib(self) -> float:
+        """The server's peak resident memory (VmHWM) so far, in MiB; NaN when it is not running."""
+        if self.process is None or self.process.poll() is not None:
+            return float("nan")
+        for line in Path(f"/proc/{self.process.pid}/status").read_text(encoding="utf-8").splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
     def log(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""

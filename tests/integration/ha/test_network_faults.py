@@ -403,16 +403,20 @@ def test_a_sink_outage_longer_than_the_buffer_pushes_back_on_the_client_and_lose
     resent_before = down.resent_before
     drained = wait_until(lambda: watch.increases(watch.rows, healed), 20)
     time.sleep(1.0)  # the client's refused bundles are taken again
+    memory = [node.peak_memory_mib() for node in rig.nodes]
     sent = rig.finish()
     pushed_back = sum(node.health()["pushed_back"] for node in rig.nodes)
     changes = watch.changes(cut)
     acked = [t for t in feeder.acked if cut < t < healed]
+    longest = max((b - a for a, b in zip(feeder.acked, feeder.acked[1:], strict=False)), default=0.0)
     peak = watch.peak(watch.pending[old], cut, healed + 1)
     say(
         capsys,
         f"[fault: sink down {healed - cut:.1f} s, adapter buffer {SMALL_BUFFER}] load before it "
         f"{rate:,.0f} rows/s into the sink; role changes "
-        f"{_changes(changes, cut)}; bundles acknowledged during it {len(acked)}; records held by the "
+        f"{_changes(changes, cut)}; bundles acknowledged during it {len(acked)}; longest wait between two "
+        f"acknowledgements {longest:.1f} s; the members' peak memory {memory[0]:.0f} / {memory[1]:.0f} MiB; "
+        f"records held by the "
         f"adapter at most {peak}; writes resumed {_s(drained)} after it ended; events pushed back "
         f"{pushed_back}; bundles refused and resent {feeder.resent - resent_before}; {rig.where(sent)}",
     )

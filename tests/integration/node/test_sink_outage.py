@@ -41,14 +41,6 @@ BUFFER = 300
 OUTAGE = float(os.environ.get("CEPHEUS_OUTAGE_SECONDS", "5"))  # `make outage` runs 60
 
 
-def _peak_rss_mib(pid: int) -> float:
-    """The process's peak resident memory (VmHWM), in MiB."""
-    for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 class RetryingClient(threading.Thread):
     """Sends bundles one at a time, each again until it is acknowledged."""
 
@@ -134,8 +126,7 @@ def test_a_sink_outage_longer_than_the_buffer_slows_the_client_and_loses_nothing
             time.sleep(0.5)  # the last time batch closes 300 ms after it opened
             wait_for(lambda: batch_count(sink) >= client.sent, 30, "every reading in a time batch")
             pushed_back = node.health()["pushed_back"]
-            assert node.process is not None
-            peak_rss = _peak_rss_mib(node.process.pid)
+            peak_rss = node.peak_memory_mib()
         finally:
             watching.set()
             node.stop()
