@@ -30,12 +30,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 FROM_KEY = "cepheus.from"  # the arbitrary-data key
 FROM_HEADER = "Cepheus-From"
 MAX_SENDER = 300  # characters: a route (up to 200) and its input log's id (up to 64)
 ANONYMOUS = "-"
 _LIMIT = 2**63
+T = TypeVar("T")
 
 
 class IdentityError(ValueError):
@@ -56,7 +58,12 @@ class SenderRun:
         return self.major, self.minor + self.count - 1
 
     def text(self) -> str:
-        return f"{self.major}.{self.minor}@{self.sender}" if self.sender else ANONYMOUS
+        return identity(self.sender, self.major, self.minor) if self.sender else ANONYMOUS
+
+
+def identity(sender: str, major: int, minor: int) -> str:
+    """The text of one event's identity: `major.minor@sender`."""
+    return f"{major}.{minor}@{sender}"
 
 
 Runs = tuple[SenderRun, ...]
@@ -107,9 +114,14 @@ def _counted(run: SenderRun, count: int) -> SenderRun:
     return SenderRun(run.sender, run.major, run.minor, count)
 
 
-def marked(data: Mapping[str, str] | None, run_start: str) -> dict[str, str]:
-    """An event's arbitrary data with the start of a run added."""
-    return {**(data or {}), FROM_KEY: run_start}
+def marked(data: Mapping[str, str] | None, sender: str, major: int, minor: int) -> dict[str, str]:
+    """An event's arbitrary data with the start of a run added: its identity."""
+    return {**(data or {}), FROM_KEY: identity(sender, major, minor)}
+
+
+def select(items: Sequence[T], keep: Sequence[tuple[int, int]]) -> list[T]:
+    """The items of the (start, stop) slices `SenderMarks.fresh` keeps, in order."""
+    return [item for start, stop in keep for item in items[start:stop]]
 
 
 class SenderMarks:

@@ -52,6 +52,12 @@ class Origin:  # as much, and nothing changes one once made
     position: int
     index: int
 
+    @property
+    def sender(self) -> str:
+        """Who its records name as their sender when they leave (`adapters.senders`): the route
+        and its log, the same on every member of an HA group."""
+        return f"{self.source}|{self.log_id}"
+
     def routed(self, source: str) -> Origin:
         """The same place in the log, on the route `source`."""
         return Origin(source, self.log_id, self.position, self.index)

@@ -130,6 +130,16 @@ def _runs(batch: list[_Item]) -> list[Run]:
     return runs
 
 
+def check_fence(fence: Fence | None) -> None:
+    """For a `_write` without a transaction: `FenceRaised` when the fence refuses the write."""
+    if fence is not None:
+        try:
+            fence(None)
+        except Exception as exc:  # noqa: BLE001 - the fence's verdict, whatever it raises
+            msg = f"{type(exc).__name__}: {exc}"
+            raise FenceRaised(msg) from exc
+
+
 class BufferedAdapter:
     """Base of adapters that deliver from a bounded buffer on a writer thread."""
 

@@ -46,8 +46,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from adapters.output.base import Fence, RecordError, Run
-from adapters.output.buffered import BufferedAdapter, Buffering, FenceRaised, Refused, RetryLater
-from adapters.senders import FROM_HEADER
+from adapters.output.buffered import BufferedAdapter, Buffering, Refused, RetryLater, check_fence
+from adapters.senders import FROM_HEADER, identity
 from formatters.config import Settings
 
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an HTTP header name
@@ -142,16 +142,11 @@ class HttpAdapter(BufferedAdapter):
         """The name of the batch being written, in `adapters.senders`' form."""
         origin = origins[0][0] if origins else None
         if origin is None:
-            return f"0.{self.batch_first}@{self._sender}"
-        return f"{origin.position}.{origin.index}@{origin.source}|{origin.log_id}"
+            return identity(self._sender, 0, self.batch_first)
+        return identity(origin.sender, origin.position, origin.index)
 
     def _write(self, records: list[Any], fence: Fence | None, origins: list[Run]) -> None:
-        if fence is not None:
-            try:
-                fence(None)
-            except Exception as exc:
-                msg = f"{type(exc).__name__}: {exc}"
-                raise FenceRaised(msg) from exc
+        check_fence(fence)
         key = self.key(origins)
         headers = {**self.headers, "Idempotency-Key": key, FROM_HEADER: key}
         request = urllib.request.Request(

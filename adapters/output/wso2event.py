@@ -121,7 +121,7 @@ class Wso2EventAdapter:
             stream = record.stream_id
             arbitrary = record.arbitrary or None
             if follows.get(stream) != (sender, major, minor):
-                arbitrary = marked(arbitrary, f"{major}.{minor}@{sender}")
+                arbitrary = marked(arbitrary, sender, major, minor)
             follows[stream] = (sender, major, minor + 1)
             by_stream.setdefault(stream, []).append(
                 WireEvent(
@@ -155,8 +155,7 @@ class Wso2EventAdapter:
             if origin is None:
                 out += [(self._sender, 0, next(self._numbers)) for _ in range(n)]
             else:
-                sender = f"{origin.source}|{origin.log_id}"
-                out += [(sender, origin.position, origin.index + k) for k in range(n)]
+                out += [(origin.sender, origin.position, origin.index + k) for k in range(n)]
         return out
 
     def room(self, timeout: float) -> bool:

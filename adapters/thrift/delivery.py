@@ -215,7 +215,7 @@ class GroupSender:
         head = batch[0].arbitrary
         if self._next_id is not None and (head is None or FROM_KEY not in head):
             sender, major, minor = self._next_id
-            batch[0] = batch[0]._replace(arbitrary=marked(head, f"{major}.{minor}@{sender}"))
+            batch[0] = batch[0]._replace(arbitrary=marked(head, sender, major, minor))
         return batch
 
     def _pop(self, n: int) -> None:

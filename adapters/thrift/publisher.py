@@ -141,12 +141,11 @@ class Publisher:
         if not events:
             return
         senders = self._forwarder.senders
+        first = events[0]
         with self._cond:
             start, end = self._next, self._next + len(events)
             self._next = end
-        first = events[0]
-        events = [first._replace(arbitrary=marked(first.arbitrary, f"0.{start}@{self.name}")), *events[1:]]
-        with self._cond:
+            events = [first._replace(arbitrary=marked(first.arbitrary, self.name, 0, start)), *events[1:]]
             for waiting in self._waiting:  # before the senders can acknowledge any of them
                 waiting.append([start, end])
         before = [[r.failures for r in s.receivers()] for s in senders]

@@ -217,9 +217,7 @@ class Sequencer:
                 connection.send(OtherText())  # one of the two redeploys is still to come
                 return
             resume = resumes(request, journal.log_id, journal.term, first, journal.position)
-            state = None if resume else journal._runtime().capture()
-            if state is not None:
-                state.annex["senders"] = journal.senders.state()
+            state = None if resume else journal.captured()
             carried, delivered, covers = self.gate.carried() if state is not None else ([], 0, 0)
             start = request.position if resume else journal.position
             log_id, term, clock = journal.log_id, journal.term, journal.clock.now

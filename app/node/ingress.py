@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any, Protocol
 
-from adapters.senders import Runs, SenderMarks, runs_of
+from adapters.senders import Runs, SenderMarks, runs_of, select
 from adapters.thrift import Column, WireEvent, WireEvents
 from adapters.wording import counted
 from app.node.errors import OutputsFull
@@ -270,9 +270,9 @@ class Ingress:
             if keep is not None:
                 if not keep:
                     return
-                rows = [row for start, stop in keep for row in rows[start:stop]]
+                rows = select(rows, keep)
                 if not isinstance(timestamps, int):
-                    timestamps = [t for start, stop in keep for t in timestamps[start:stop]]
+                    timestamps = select(timestamps, keep)
             try:
                 binding.runtime.send(binding.stream, rows, timestamps)
             finally:  # failed or not, it was taken: the client is acknowledged

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from adapters.output.base import AdapterStats, Fence, Origin, Run
-from adapters.output.buffered import BufferedAdapter, Buffering, FenceRaised, RetryLater
+from adapters.output.buffered import BufferedAdapter, Buffering, RetryLater, check_fence
 from adapters.senders import SenderRun
 from app.node.ingress import Ingress
 from app.persistence.errors import InputLogError
@@ -44,20 +44,13 @@ class _Link(BufferedAdapter):
         return f"the plans importing {self.stream_id}"
 
     def _write(self, records: list[Any], fence: Fence | None, origins: list[Run]) -> None:
-        if fence is not None:
-            try:
-                fence(None)
-            except Exception as exc:  # noqa: BLE001 - the fence's verdict: the next notifier forwards them
-                msg = f"{type(exc).__name__}: {exc}"
-                raise FenceRaised(msg) from exc
+        check_fence(fence)  # refused: the next notifier forwards them
         start = 0
         for origin, count in origins:
             events: Sequence[Event] = records[start : start + count]
             start += count
             senders = (
-                ()
-                if origin is None
-                else (SenderRun(f"{origin.source}|{origin.log_id}", origin.position, origin.index, count),)
+                () if origin is None else (SenderRun(origin.sender, origin.position, origin.index, count),)
             )
             try:
                 self._ingress.forward(

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from app.persistence import plan_dirs, segments
 from app.persistence.errors import InputLogCorrupt, InputLogError, InputLogFull
-from app.persistence.plan_log import PlanLog, fsync_dir
+from app.persistence.plan_log import PlanLog, fsync_dir, replace_durably
 from app.persistence.records import Events, Record, RecordError, Tick, decode, encode
 from app.private_files import PRIVATE_DIR, PRIVATE_FILE
 
@@ -77,18 +77,6 @@ def _went_down(directory: Path) -> bool:
     except (OSError, UnicodeDecodeError):
         return False
     return bool(opened_in) and opened_in != _boot()
-
-
-def _mark_open(directory: Path) -> None:
-    path = directory / OPEN_FILE
-    temporary = directory / f"{OPEN_FILE}.new"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, PRIVATE_FILE)
-    with os.fdopen(fd, "w", encoding="ascii") as f:
-        f.write(_boot())
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(temporary, path)
-    fsync_dir(directory)
 
 
 class FsyncPolicy(enum.StrEnum):
@@ -131,7 +119,7 @@ class InputLog:
         self._interval = interval_ms / 1000
         self._flusher: threading.Thread | None = None
         self._tail_may_be_lost = _went_down(self.directory) and self.policy is not FsyncPolicy.ALWAYS
-        _mark_open(self.directory)
+        replace_durably(self.directory, OPEN_FILE, _boot())
         if self.policy is FsyncPolicy.INTERVAL:
             self._flusher = threading.Thread(target=self._flush_loop, name="input-log-fsync", daemon=True)
             self._flusher.start()

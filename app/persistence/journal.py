@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from adapters.output.base import Origin
-from adapters.senders import IdentityError, Runs, SenderMarks
+from adapters.senders import IdentityError, Runs, SenderMarks, select
 from adapters.throttle import Throttle
 from app.persistence.input_log import Events, InputLog, Tick
 from app.persistence.records import Column, decode, encode, stamped
@@ -253,8 +253,7 @@ class PlanJournal:
                 if not keep:
                     log.info("plan %s: a bundle its sender sent again was not processed twice", self.plan)
                     return self.position
-                rows = [row for start, stop in keep for row in rows[start:stop]]
-                ts = [t for start, stop in keep for t in ts[start:stop]]
+                rows, ts = select(rows, keep), select(ts, keep)
                 unstamped = self._log.encode(self.plan, Events(stream, ts, rows, 0, None, senders))
         elif self.resends is not None:
             bundle = digest(stream, ts, rows)
@@ -471,9 +470,13 @@ class PlanJournal:
         """The plan's state (its sender marks in the annex) and the log position it covers,
         consistent with each other."""
         with self.lock:
-            capture = self._runtime().capture()
-            capture.annex["senders"] = self.senders.state()
-            return capture, self.log_id, self.position
+            return self.captured(), self.log_id, self.position
+
+    def captured(self) -> Any:
+        """(Under the lock.) The plan's state, its sender marks in the annex."""
+        capture = self._runtime().capture()
+        capture.annex["senders"] = self.senders.state()
+        return capture
 
     def restore_senders(self, annex: dict[str, Any]) -> None:
         """Take the sender marks of a restored snapshot's annex (none in one taken before they

@@ -34,6 +34,18 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def replace_durably(directory: Path, name: str, text: str) -> None:
+    """Replace file `name` in `directory` with `text`, whole, on disk before it returns."""
+    temporary = directory / f"{name}.new"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, PRIVATE_FILE)
+    with os.fdopen(fd, "w", encoding="ascii") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(temporary, directory / name)
+    fsync_dir(directory)
+
+
 class PlanLog:
     """The segments of one plan under `directory`; `open()` before use."""
 
@@ -127,15 +139,7 @@ class PlanLog:
 
     def set_term(self, term: int) -> None:
         """Record that this log's records are those of `term`'s log (on disk before it returns)."""
-        directory = self.directory
-        temporary = directory / f"{TERM_FILE}.new"
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, PRIVATE_FILE)
-        with os.fdopen(fd, "w", encoding="ascii") as f:
-            f.write(f"{self.log_id} {term}")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, directory / TERM_FILE)
-        fsync_dir(directory)
+        replace_durably(self.directory, TERM_FILE, f"{self.log_id} {term}")
 
     @staticmethod
     def prepare(directory: Path, log_id: str, first: int) -> None:

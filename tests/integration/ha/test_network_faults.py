@@ -170,88 +170,87 @@ def test_a_partition_between_the_members_changes_no_role_while_both_reach_the_re
     assert back_in_sync is not None
 
 
+@pytest.fixture
+def chained(tmp_path: Path, mysql_url: str) -> Iterator[Rig]:
+    """The rig with a second redundant plan, `landing`, between the rooms plan and the sink."""
+    with (
+        isolated_database(mysql_url, "cep_ha") as registry,
+        isolated_database(mysql_url, "cep_ha_sink") as sink,
+    ):
+        rig = Rig(tmp_path, registry, sink, "failover", chained=True)
+        try:
+            yield rig
+        finally:
+            rig.close()
+
+
+def _landing_on(node: NodeProcess) -> None:
+    """Make `node` the notifier of the `landing` plan."""
+    node.cli("cluster", "move", "landing", node.sections["node"]["id"])
+    wait_for(lambda: status_of(node, "landing").get("role") == "notifier", 20, "landing to move")
+
+
 def test_a_chained_plan_led_across_a_partition_gets_every_output_once_it_heals(
-    tmp_path: Path, mysql_url: str, capsys: pytest.CaptureFixture[str]
+    chained: Rig, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The rooms plan notifies on one member, the plan importing its outputs (`landing`, which
     writes the sink) on the other; the members are cut off from each other (connections reset)
     for longer than a relay waits. The outputs that could not reach `landing` meanwhile are
     handed on when the partition heals, none dropped (they were logged and dropped before)."""
-    with (
-        isolated_database(mysql_url, "cep_ha") as registry,
-        isolated_database(mysql_url, "cep_ha_sink") as sink,
-    ):
-        rig = Rig(tmp_path, registry, sink, "failover", chained=True)
-        try:
-            notifier, standby = rig.start()
-            standby_id = standby.sections["node"]["id"]
-            notifier.cli("cluster", "move", "landing", standby_id)
-            wait_for(lambda: status_of(standby, "landing").get("role") == "notifier", 20, "landing to move")
-            feeder = rig.feed(notifier)
-            time.sleep(1.0)
-            cut = time.monotonic()
-            for proxy in rig.cluster_proxies:
-                proxy.cut()
-            time.sleep(2 * FAULT)  # past a relay's deadline (5 s)
-            roles = [
-                (plan_status(n).get("role"), status_of(n, "landing").get("role")) for n in (notifier, standby)
-            ]
-            healed = time.monotonic()
-            for proxy in rig.cluster_proxies:
-                proxy.heal()
-            back_in_sync = wait_until(lambda: _in_sync(rig), 30)
-            sent = rig.finish()
-            say(
-                capsys,
-                f"[fault: chained plans on two members, partition {healed - cut:.1f} s] roles (rooms, landing) "
-                f"at its end {roles}; standby back in sync {_s(back_in_sync)} after healing; bundles resent "
-                f"{feeder.resent}; {rig.where(sent)}",
-            )
-            rig.check(sent)
-            assert roles == [("notifier", "standby"), ("standby", "notifier")], roles
-        finally:
-            rig.close()
+    rig = chained
+    notifier, standby = rig.start()
+    _landing_on(standby)
+    feeder = rig.feed(notifier)
+    time.sleep(1.0)
+    cut = time.monotonic()
+    for proxy in rig.cluster_proxies:
+        proxy.cut()
+    time.sleep(2 * FAULT)  # past a relay's deadline (5 s)
+    roles = [(plan_status(n).get("role"), status_of(n, "landing").get("role")) for n in (notifier, standby)]
+    healed = time.monotonic()
+    for proxy in rig.cluster_proxies:
+        proxy.heal()
+    back_in_sync = wait_until(lambda: _in_sync(rig), 30)
+    sent = rig.finish()
+    say(
+        capsys,
+        f"[fault: chained plans on two members, partition {healed - cut:.1f} s] roles (rooms, landing) "
+        f"at its end {roles}; standby back in sync {_s(back_in_sync)} after healing; bundles resent "
+        f"{feeder.resent}; {rig.where(sent)}",
+    )
+    rig.check(sent)
+    assert roles == [("notifier", "standby"), ("standby", "notifier")], roles
 
 
 def test_a_sink_outage_holds_up_the_delivered_reports_of_only_the_plan_that_writes_to_it(
-    tmp_path: Path, mysql_url: str, capsys: pytest.CaptureFixture[str]
+    chained: Rig, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Both plans notify on one member: the rooms plan's outputs go to `landing` (a link), and
     only `landing` writes the sink. With the sink down, the rooms plan's outputs are still
     reported delivered (its standby forgets them), while `landing`'s wait in its held outputs:
     before, one adapter that could not flush held up the reports of every plan of the node."""
-    with (
-        isolated_database(mysql_url, "cep_ha") as registry,
-        isolated_database(mysql_url, "cep_ha_sink") as sink,
-    ):
-        rig = Rig(tmp_path, registry, sink, "failover", chained=True)
-        try:
-            notifier, standby = rig.start()
-            notifier.cli("cluster", "move", "landing", notifier.sections["node"]["id"])
-            wait_for(lambda: status_of(notifier, "landing").get("role") == "notifier", 20, "landing to move")
-            rig.feed(notifier)
-            time.sleep(1.0)
-            rig.sink_proxy.cut()
-            time.sleep(FAULT)
-            held = (
-                plan_status(standby).get("held_outputs"),
-                status_of(standby, "landing").get("held_outputs"),
-            )
-            rig.sink_proxy.heal()
-            sent = rig.finish()
-            say(
-                capsys,
-                f"[fault: sink down {FAULT:.0f} s, two plans on one notifier] held outputs on the standby at "
-                f"its end: rooms {held[0]}, landing {held[1]}; {rig.where(sent)}",
-            )
-            rig.check(sent)
-            assert isinstance(held[0], int) and isinstance(held[1], int), held
-            assert held[1] > 2_000, f"the outage held up too little to tell: {held}"
-            assert held[0] < held[1] / 4, (
-                f"the rooms plan's delivered reports waited for landing's sink: {held}"
-            )
-        finally:
-            rig.close()
+    rig = chained
+    notifier, standby = rig.start()
+    _landing_on(notifier)
+    rig.feed(notifier)
+    time.sleep(1.0)
+    rig.sink_proxy.cut()
+    time.sleep(FAULT)
+    held = (
+        plan_status(standby).get("held_outputs"),
+        status_of(standby, "landing").get("held_outputs"),
+    )
+    rig.sink_proxy.heal()
+    sent = rig.finish()
+    say(
+        capsys,
+        f"[fault: sink down {FAULT:.0f} s, two plans on one notifier] held outputs on the standby at "
+        f"its end: rooms {held[0]}, landing {held[1]}; {rig.where(sent)}",
+    )
+    rig.check(sent)
+    assert isinstance(held[0], int) and isinstance(held[1], int), held
+    assert held[1] > 2_000, f"the outage held up too little to tell: {held}"
+    assert held[0] < held[1] / 4, f"the rooms plan's delivered reports waited for landing's sink: {held}"
 
 
 def test_a_notifier_cut_off_from_the_registry_stops_before_its_lease_runs_out_and_the_standby_takes_over(
