@@ -46,10 +46,11 @@ class Rig:
         sink: str,
         mode: str = "failover",
         buffer_events: int = 0,
+        batch_events: int = 7,
         downstream_registry: str | None = None,
         chained: bool = False,
     ) -> None:
-        """`buffer_events`: the sink adapter's (0: the node's default); `downstream_registry`:
+        """`buffer_events`, `batch_events`: the sink adapter's (`rooms.provision`); `downstream_registry`:
         the members forward their outputs over Thrift to a `Downstream` node of that registry,
         which writes them to `sink`; `chained`: a second redundant plan, `landing`, takes the
         rooms plan's outputs and writes them to `sink`."""
@@ -76,6 +77,7 @@ class Rig:
             proxied(sink, self.sink_proxy),
             redundant=mode,
             buffer_events=buffer_events,
+            batch_events=batch_events,
             forward_to=None if self.downstream is None else self.downstream.node,
             chained=chained,
         )

@@ -158,6 +158,8 @@ class Proxy:
         try:
             upstream = socket.create_connection(self.target, timeout=5)
             upstream.settimeout(None)
+            for sock in (link.client, upstream):  # as the members' own sockets: no Nagle delay in between
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError:
             with self._cond:
                 link.kill()

@@ -92,7 +92,9 @@ DEFINITION = (
     '{"name": "seq", "type": "LONG"}, {"name": "v", "type": "LONG"}]}'
 )
 READINGS = 480
-BUNDLE = int(os.environ.get("CEPHEUS_ROOMS_BUNDLE", "8"))  # readings a bundle (`make outage-long`: 24)
+BUNDLE = int(
+    os.environ.get("CEPHEUS_ROOMS_BUNDLE", "8")
+)  # readings a bundle (`make outage` and `outage-long`: 32, for 5,000 rows/s or more)
 STEP_MS = 250  # event time between readings; `within 1 sec` spans four of them
 Reading = tuple[str, int, int]
 Row = tuple[str, str, int, int, int]
@@ -167,12 +169,14 @@ def provision(
     *,
     redundant: str | None = None,
     buffer_events: int = 0,
+    batch_events: int = 7,
     forward_to: NodeProcess | None = None,
     chained: bool = False,
 ) -> None:
     """The plan, its streams and its sink in the registry of `node` (`redundant`: on every member
     of a cluster, one notifying, in that `ha_mode`; `buffer_events`: the sink adapter's, when not
-    the node's default; `forward_to`: instead of a sink, the outputs go over Thrift to that
+    the node's default; `batch_events`: the rows of one sink transaction (7 cuts batches often,
+    for the fault tests; a sink taking 5,000 rows/s needs larger ones); `forward_to`: instead of a sink, the outputs go over Thrift to that
     node, a `Downstream`, which writes them to `sink`; `chained`: a second plan, `landing`,
     redundant too, takes the rooms plan's outputs and passes them on to the sink)."""
     document = DOCUMENT.replace("SINK", sink)
@@ -181,8 +185,12 @@ def provision(
         (tmp / "landing.siddhi").write_text(LANDING, encoding="utf-8")
     if forward_to is not None:
         document = document[: document.index("[[datasources]]")] + forwarding(forward_to)
+    document = document.replace("batch_events = 7", f"batch_events = {batch_events}")
     if buffer_events:
-        document = document.replace("batch_events = 7", f"batch_events = 7\nbuffer_events = {buffer_events}")
+        document = document.replace(
+            f"batch_events = {batch_events}",
+            f"batch_events = {batch_events}\nbuffer_events = {buffer_events}",
+        )
     if redundant:
         document = document.replace(
             'file = "rooms.siddhi"',

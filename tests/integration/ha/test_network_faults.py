@@ -57,12 +57,18 @@ def buffer_events() -> int:
 
 
 @pytest.fixture
-def rig(tmp_path: Path, mysql_url: str, mode: str, buffer_events: int) -> Iterator[Rig]:
+def batch_events() -> int:
+    """The rows of one sink transaction (7: batches cut often, where the faults can hit them)."""
+    return 7
+
+
+@pytest.fixture
+def rig(tmp_path: Path, mysql_url: str, mode: str, buffer_events: int, batch_events: int) -> Iterator[Rig]:
     with (
         isolated_database(mysql_url, "cep_ha") as registry,
         isolated_database(mysql_url, "cep_ha_sink") as sink,
     ):
-        rig = Rig(tmp_path, registry, sink, mode, buffer_events)
+        rig = Rig(tmp_path, registry, sink, mode, buffer_events, batch_events)
         try:
             yield rig
         finally:
@@ -386,11 +392,14 @@ def test_a_sink_outage_fails_nothing_over_and_the_adapter_delivers_everything_af
     assert drained is not None
 
 
-SMALL_BUFFER = 300  # records: the rooms plan writes about 2,500 a second, so a 5 s outage is 40 times more
+SMALL_BUFFER = 300  # records: the rooms plan writes 2,000-6,000 a second, so a 5 s outage is 30 times more
 OUTAGE = float(os.environ.get("CEPHEUS_OUTAGE_SECONDS", FAULT))  # `make outage` runs 60
 
 
 @pytest.mark.parametrize("buffer_events", [SMALL_BUFFER])
+@pytest.mark.parametrize(
+    "batch_events", [100]
+)  # batches of 7 (two statements and a fence each) top out near 4,000 rows/s
 @pytest.mark.parametrize("mode", ["failover", "active-active", "full-active-active"])
 def test_a_sink_outage_longer_than_the_buffer_pushes_back_on_the_client_and_loses_nothing(
     rig: Rig, capsys: pytest.CaptureFixture[str]
