@@ -102,6 +102,15 @@ class Acknowledgements:
     closed: bool = False
     final: tuple[int, ...] = ()  # at close: what each standby in sync had acknowledged
 
+    def again(self) -> Acknowledgements:
+        """The rule for this term taken up again: its notifier stepped down (its lease lapsed on
+        its own clock) and then renewed the same lease. Every standby of the term so far may
+        count itself able to take over with what it had acknowledged, so each stays one that
+        may lack what comes next until it subscribes again."""
+        rule = Acknowledgements(self.plan, self.ack_timeout)
+        rule.of_term = list(self.of_term)
+        return rule
+
     def subscribed(self, peer: str, position: int) -> Standby:
         standby = Standby(peer, position)
         self.standbys = [*self.standbys, standby]

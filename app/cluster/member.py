@@ -39,12 +39,12 @@ from app.persistence.journal import PlanJournal
 from app.registry.members import RegistryMembers
 from engine.errors import CEPError
 from ha.gate import Emit
-from ha.lease import lease_lookup_interval
 from ha.membership import Membership
 from ha.messages import NotNotifier, Subscribe
 from ha.ports import Lease, LeaseStore, LogPosition
 from ha.resends import DirectCopies, Resends
-from ha.roles import Action, PlanRole, Situation, Transition
+from ha.roles import Action, Situation, Transition
+from ha.seat import PlanSeat, Report
 
 log = logging.getLogger(__name__)
 
@@ -59,22 +59,21 @@ HANDOVER_FLUSH_SECONDS = 0.1
 class _Plan:
     """What this node keeps for one redundant plan deployed here."""
 
-    def __init__(self, name: str, journal: PlanJournal, gate: LockedGate, role: PlanRole) -> None:
+    def __init__(self, name: str, journal: PlanJournal, gate: LockedGate, seat: PlanSeat) -> None:
         self.name = name
         self.journal = journal
         self.gate = gate
-        self.role = role
+        self.seat = seat  # its role, term and what the lease store said (`ha.seat`), under `seat_lock`
+        self.seat_lock = threading.Lock()
+        self.confirm_lock = threading.Lock()  # one renewal at a time serves every bundle waiting
         self.sequencer: Sequencer | None = None
         self.follower: Follower | None = None
-        self.epoch = 0  # of the lease this node notifies under (0: standby)
-        self.looked_up = 0.0  # when the registry was last asked who holds the lease
-        self.confirm_lock = threading.Lock()
-        self.confirmed_at = 0.0  # when the last renewal that confirmed this node's lease was sent
-        self.required: LogPosition | None = None  # what its renewals made the lease require, this term
-        self.ineligible: LogPosition | None = None  # the requirement last logged as not covered here
         self.relayed = RelayedBundles()  # bundles members relayed to this node while it notified
-        self.fenced_at_takeover = 0  # the node's count of fence refusals when its term began
-        self.preferred: str | None = None  # the member placement names notifier, in this node's view
+
+    @property
+    def epoch(self) -> int:
+        """Of the lease this node notifies under (0: standby)."""
+        return self.seat.epoch
 
 
 class Cluster:
@@ -172,11 +171,12 @@ class Cluster:
             plan = self._plans.get(name)
             if plan is None:
                 gate = LockedGate(name, self._emit)
+                journal.outputs = gate.state  # its snapshots keep what is not known written
                 plan = self._plans[name] = _Plan(
                     name,
                     journal,
                     gate,
-                    PlanRole(name, self.me, self.settings.timing, self.settings.failback_s),
+                    PlanSeat(name, self.me, self.settings.timing, self.settings.failback_s),
                 )
                 journal.follow(self._relays.relay_for(name))
                 journal.resends = Resends()
@@ -205,7 +205,7 @@ class Cluster:
         self._step_down(plan, drain=drain)
         if plan.follower is not None:
             plan.follower.stop()
-        if plan.role.holder.epoch is not None:
+        if plan.seat.role.holder.epoch is not None:
             self._release_lease(plan)
 
     def _release_lease(self, plan: _Plan) -> None:
@@ -227,7 +227,7 @@ class Cluster:
                 p.name: {
                     "role": "notifier" if p.epoch else "standby",
                     "epoch": p.epoch or None,
-                    "preferred": p.preferred,  # the notifier once a member that came back has settled
+                    "preferred": p.seat.preferred,  # the notifier once a member that came back has settled
                     "position": p.journal.position,
                     "held_outputs": p.gate.held,
                     "standbys_in_sync": p.sequencer.in_sync() if p.sequencer else [],
@@ -279,13 +279,15 @@ class Cluster:
     def _stream_ended(self, plan: _Plan) -> None:
         """The notifier's stream to this standby ended (it stopped, died, or handed over): read
         who holds the lease and decide now, not at the next round."""
-        plan.looked_up = 0.0
+        with plan.seat_lock:
+            plan.seat.stream_ended()
         self._nudge.set()
 
     def _decide(self, plan: _Plan) -> None:
         now = time.monotonic()
         follower = plan.follower
-        if plan.role.lease is None or plan.looked_up == 0.0:  # never read, or the notifier's stream ended
+        seat = plan.seat
+        if seat.must_look_up:
             self._notifier_address(plan)  # who holds the lease (None: it was never granted)
         alive = self.membership.alive(now)
         situation = Situation(
@@ -296,13 +298,14 @@ class Cluster:
             pins=dict(self._pins),
             settled=now - self._started >= self.settings.timeouts.dead_ms / 1000,
             followed=follower is not None and (follower.live or follower.ended_live),
-            caught_up=follower is None or follower.caught_up,
+            caught_up=follower is None
+            or seat.caught_up(follower.live or follower.ended_live, plan.gate.complete, plan.journal.held()),
             in_sync=plan.sequencer.in_sync() if plan.sequencer is not None else [],
         )
-        turn = plan.role.round(situation)
+        with plan.seat_lock:
+            turn = seat.round(situation)
         if turn is None:
             return  # the others have not been heard from yet: the view would be wrong
-        plan.preferred = turn.preferred
         if turn.action is Action.ACQUIRE:
             sent = time.monotonic()
             held = plan.journal.held()
@@ -317,20 +320,21 @@ class Cluster:
             except Exception as exc:
                 lease = None
                 log.debug("plan %s: lease request failed: %s", plan.name, exc)
-            plan.role.answered(sent, lease)
+            with plan.seat_lock:
+                transition = seat.answered(sent, lease, time.monotonic(), turn.decision)
             self._note_ineligible(plan, lease, held)
-            if lease is not None and lease.holder == self.me and lease.epoch == plan.epoch:
-                with plan.confirm_lock:
-                    plan.confirmed_at = max(plan.confirmed_at, sent)
         elif turn.action is Action.RELEASE:
             self._step_down(plan, drain=True)
             # what went to the adapters under this lease is written before the next notifier starts
             self._flush(plan.name, self.settings.timing.margin_ms / 1000)
             self._release_lease(plan)
-            plan.role.released(time.monotonic())
+            with plan.seat_lock:
+                seat.released(time.monotonic())
             log.info("plan %s: notifier role handed to %s", plan.name, ", ".join(situation.in_sync))
             return
-        transition = plan.role.transition(time.monotonic(), turn.decision, plan.epoch)
+        else:
+            with plan.seat_lock:
+                transition = seat.transition(time.monotonic(), turn.decision)
         if transition in (Transition.STEP_DOWN, Transition.NEW_TERM):
             self._step_down(plan)
         if transition in (Transition.TAKE_OVER, Transition.NEW_TERM):
@@ -339,34 +343,28 @@ class Cluster:
     def _confirm(self, plan: _Plan, epoch: int, since: float, require: LogPosition) -> bool:
         """Whether a renewal of this node's lease (under `epoch`) sent at `since` or later
         succeeded and made the lease require `require` or more; renews it now if none did (one
-        registry request serves every bundle waiting)."""
+        registry request, under `confirm_lock`, serves every bundle waiting)."""
         with plan.confirm_lock:
-            required = plan.required
-            if plan.confirmed_at >= since and required is not None and required.covers(require):
-                return True
+            with plan.seat_lock:
+                if not plan.seat.needs_confirmation(since, require):
+                    return True
             sent = time.monotonic()
             try:
-                lease = self._leases.acquire(plan.name, self.me, self.settings.timing.ttl_ms, require=require)
+                lease: Lease | None = self._leases.acquire(
+                    plan.name, self.me, self.settings.timing.ttl_ms, require=require
+                )
             except Exception as exc:
                 log.debug("plan %s: lease renewal failed: %s", plan.name, exc)
-                return False
-            plan.role.answered(sent, lease)
-            if lease.holder != self.me or lease.epoch != epoch or lease.required is None:
-                return False
-            if not lease.required.covers(require):
-                return False
-            plan.confirmed_at = sent
-            plan.required = lease.required
-            return True
+                lease = None
+            with plan.seat_lock:
+                return plan.seat.renewed(sent, lease, epoch, require)
 
     def _note_ineligible(self, plan: _Plan, lease: Lease | None, held: LogPosition) -> None:
         """Log, once per requirement, that the lease needs more of the plan's log than this node holds."""
-        if lease is None or lease.holder == self.me or held.covers(lease.required):
-            return
-        if lease.required != plan.ineligible and (
-            lease.ttl_ms <= 0 or self._dead(lease.holder, time.monotonic())
-        ):
-            plan.ineligible = lease.required
+        dead = lease is not None and self._dead(lease.holder, time.monotonic())
+        with plan.seat_lock:
+            newly = plan.seat.newly_ineligible(lease, held, dead)
+        if newly and lease is not None:
             log.warning(
                 "plan %s: the notifier lease requires position %s of term %s of the plan's input, which "
                 "this node does not hold (it holds %d of term %d): it may not take over; a member that "
@@ -380,24 +378,27 @@ class Cluster:
         return member in self.membership.departed(now)
 
     def _take_over(self, plan: _Plan) -> None:
-        epoch = plan.role.holder.epoch
+        role = plan.seat.role
+        epoch = role.holder.epoch
         assert epoch is not None
         started = time.monotonic()
         if plan.follower is not None:
             plan.follower.stop()
             plan.follower = None
-        role = plan.role
         fence = NotifierFence(plan.name, epoch, lambda: role.holder.holds(time.monotonic()))
+        with plan.seat_lock:
+            rule = plan.seat.acknowledgements(epoch)
         plan.sequencer = Sequencer(
             plan.journal,
             plan.gate,
             holds=lambda: role.holder.holds(time.monotonic()),
             confirm=lambda since, require: self._confirm(plan, epoch, since, require),
+            rule=rule,
         )
         after = plan.journal.lead(epoch, plan.sequencer)
-        plan.epoch = epoch
-        plan.required = None  # this term has required nothing yet
-        plan.fenced_at_takeover = self._fenced(plan.name)  # refusals from here on withhold the watermark
+        fenced = self._fenced(plan.name)  # refusals from here on withhold the watermark
+        with plan.seat_lock:
+            plan.seat.took_over(fenced)
         delivered = plan.gate.open(fence, after)
         if plan.journal.taken_through:  # copies waiting here: settle them, to answer their clients
             threading.Thread(
@@ -443,7 +444,8 @@ class Cluster:
             plan.sequencer.close()
             plan.sequencer = None
         log.warning("plan %s: this node is no longer its notifier (epoch %d)", plan.name, plan.epoch)
-        plan.epoch = 0
+        with plan.seat_lock:
+            plan.seat.stepped_down()
         if not self._stop.is_set():
             plan.follower = self._follower(plan)
             plan.follower.start()
@@ -460,21 +462,22 @@ class Cluster:
 
     def _notifier_address(self, plan: _Plan) -> str | None:
         """Where the plan's notifier is, as the registry said at most `renew_ms` ago."""
-        lease = plan.role.lease
         now = time.monotonic()
         ended = plan.follower.ended_at if plan.follower is not None else None
-        every = lease_lookup_interval(self.settings.timing.renew_ms / 1000, now, ended)
-        if lease is None or lease.holder == self.me or now - plan.looked_up >= every:
+        with plan.seat_lock:
+            due = plan.seat.lookup_due(now, ended)
+        if due:
             try:
                 lease = self._leases.current(plan.name)
             except Exception:
                 return None
-            plan.looked_up = now
-            if lease is not None:
-                plan.role.saw(lease, now)
-        if lease is None or lease.holder == self.me:
-            return None
-        return self._addresses.get(lease.holder)
+            with plan.seat_lock:
+                plan.seat.looked_up_at(now, lease)
+            if lease is None:
+                return None  # never granted: nobody notifies
+        with plan.seat_lock:
+            holder = plan.seat.notifier
+        return None if holder is None else self._addresses.get(holder)
 
     def _registry_loop(self) -> None:
         """Once a second: this member's row in the registry (for the console), the operators'
@@ -525,13 +528,14 @@ class Cluster:
             fenced = self._fenced(plan.name)
             if plan.sequencer is not sequencer:
                 continue
-            if fenced == plan.fenced_at_takeover:
+            with plan.seat_lock:
+                report = plan.seat.report(fenced, time.monotonic())
+            if report is Report.TRIM:
                 plan.gate.trim(released)
                 sequencer.delivered(released)
-            elif plan.role.holder.holds(time.monotonic()):
+            elif report is Report.REDELIVER:
                 # a fence refused writes while the lease lapsed on this node's clock, and it holds
                 # the lease again: no next notifier will deliver them, so this one does, again
-                plan.fenced_at_takeover = fenced
                 n = plan.gate.redeliver()
                 log.warning(
                     "plan %s: outputs were refused while this node's lease lapsed; it holds it again "
