@@ -205,9 +205,13 @@ class Connection:
                 self._send_lock.release()
         self.close()  # a send stuck in another thread fails now
 
-    def recv(self, limit: int = MAX_MESSAGE_BYTES, timeout: float | None = None) -> Message:
-        """The next message; `PeerError` if none came within `timeout` s (None: wait)."""
-        return _recv(self.sock, self.peer, limit, None if timeout is None else time.monotonic() + timeout)
+    def recv(
+        self, limit: int = MAX_MESSAGE_BYTES, timeout: float | None = None, idle: float | None = None
+    ) -> Message:
+        """The next message; `PeerError` if none came within `timeout` s (None: wait), or if
+        `idle` s passed without a byte (a large message may take longer, as long as it flows)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        return _recv(self.sock, self.peer, limit, deadline, idle)
 
     def close(self) -> None:
         if self._closed:
@@ -224,9 +228,13 @@ class Connection:
         return self._closed
 
 
-def _recv_exact(sock: socket.socket, n: int, peer: str, deadline: float | None) -> bytes:
+def _recv_exact(
+    sock: socket.socket, n: int, peer: str, deadline: float | None, idle: float | None = None
+) -> bytes:
     chunks: list[bytes] = []
     while n:
+        if idle is not None:
+            deadline = time.monotonic() + idle
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -251,12 +259,14 @@ def _recv_exact(sock: socket.socket, n: int, peer: str, deadline: float | None) 
     return b"".join(chunks)
 
 
-def _recv(sock: socket.socket, peer: str, limit: int, deadline: float | None = None) -> Message:
-    size, header_size = _FRAME.unpack(_recv_exact(sock, _FRAME.size, peer, deadline))
+def _recv(
+    sock: socket.socket, peer: str, limit: int, deadline: float | None = None, idle: float | None = None
+) -> Message:
+    size, header_size = _FRAME.unpack(_recv_exact(sock, _FRAME.size, peer, deadline, idle))
     if size > limit or header_size > size - 4:
         msg = f"{peer} sent a message of {size} bytes (at most {limit} here)"
         raise PeerError(msg)
-    data = _recv_exact(sock, size - 4, peer, deadline)
+    data = _recv_exact(sock, size - 4, peer, deadline, idle)
     return decode(data[:header_size], data[header_size:], peer)
 
 

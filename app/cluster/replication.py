@@ -19,6 +19,14 @@ position in the registry (`ha.ports.LeaseStore`): the store then grants the leas
 member that holds it. The notifier also reports which positions' outputs are written
 (`delivered`), so standbys forget the outputs they hold for a takeover.
 
+A live stream is never quiet for long: with nothing to send for `KEEPALIVE_SECONDS`, the
+notifier repeats its last `Delivered`. A live standby that hears nothing for
+`FOLLOW_SILENCE_SECONDS` counts the notifier gone and ends the subscription, and so does a
+joining one that gets no byte for `JOIN_SILENCE_SECONDS` (the notifier may be taking its
+state): a host that vanished without FIN or RST (a power cut, a kernel panic, a cable) would
+otherwise keep it waiting on a dead connection until TCP gives up (hours), following nobody
+while another member notifies.
+
 A standby subscribes only to a notifier that runs the same plan text (`PlanJournal.deployed`):
 else it is told `other_text` and asks again. A standby whose plan was redeployed (an edit)
 subscribes again asking for a snapshot (`fresh`): the records it applied between the two
@@ -69,6 +77,9 @@ log = logging.getLogger(__name__)
 
 MAX_QUEUED = 200_000  # records a standby may be behind before it is dropped
 STATE_RETRY_SECONDS = 10.0  # before a standby asks again for a state that did not fit
+KEEPALIVE_SECONDS = 0.5  # a live stream with nothing to send repeats the last `Delivered`
+FOLLOW_SILENCE_SECONDS = 2.0  # a live standby that hears nothing this long counts the notifier gone
+JOIN_SILENCE_SECONDS = 10.0  # so does a joining one that gets no byte this long (a state is taken)
 
 
 class _Subscriber:
@@ -113,18 +124,21 @@ class Sequencer:
         ack_timeout: float = 1.0,
         holds: Callable[[], bool] = lambda: True,
         confirm: Callable[[float, LogPosition], bool] = lambda since, require: True,
+        rule: Acknowledgements | None = None,
     ) -> None:
         """`holds()`: whether this node's lease holds now; `confirm(since, require)`: whether a
         renewal of it sent at `since` or later succeeded and raised the lease's requirement to
-        `require` or beyond (asking the registry if need be)."""
+        `require` or beyond (asking the registry if need be); `rule`: the term's acknowledgement
+        rule (`ha.seat.PlanSeat.acknowledgements`; by default a new term's)."""
         self.journal = journal
         self.gate = gate
         self._holds = holds
         self._confirm = confirm
         self.ack_timeout = ack_timeout
-        self._rule = Acknowledgements(journal.plan, ack_timeout)
+        self._rule = rule if rule is not None else Acknowledgements(journal.plan, ack_timeout)
         self._subscribers: list[_Subscriber] = []
         self._acks = threading.Condition()
+        self._delivered = 0  # the last position whose outputs the standbys were told are written
 
     # ---- the journal's side (Replicas) ------------------------------------------------------
 
@@ -175,6 +189,7 @@ class Sequencer:
 
     def delivered(self, through: int) -> None:
         """The outputs of every position up to `through` are written: standbys may forget theirs."""
+        self._delivered = max(self._delivered, through)
         for sub in self._subscribers:
             if not sub.gone:
                 sub.push(Delivered(through))
@@ -270,12 +285,14 @@ class Sequencer:
         try:
             while True:
                 with sub.wakeup:
-                    while not sub.queue and not sub.gone:
-                        sub.wakeup.wait(1.0)
+                    if not sub.queue and not sub.gone:
+                        sub.wakeup.wait(KEEPALIVE_SECONDS)
                     if sub.gone:
                         return
                     batch = list(sub.queue)
                     sub.queue.clear()
+                if not batch:  # quiet: say this notifier lives (`FOLLOW_SILENCE_SECONDS`)
+                    batch = [Delivered(self._delivered)]
                 for message in batch:
                     sub.connection.send(message)
         except PeerError:
@@ -389,7 +406,7 @@ class Follower:
             )
         )
         while not self._stop.is_set():
-            message = connection.recv()
+            message = connection.recv(idle=FOLLOW_SILENCE_SECONDS if self.live else JOIN_SILENCE_SECONDS)
             if isinstance(message, Record):
                 journal.apply(message.position, message.body)
                 if self.live:

@@ -333,6 +333,13 @@ class PlanManager:
         journal.restore_senders(restored.annex)
         meta = restored.meta
         replica = self._redundant(plan)
+        outputs = restored.annex.get("outputs")
+        if fresh.gate is not None and meta is not None and isinstance(outputs, dict):
+            try:  # before the replay holds the outputs of the records after the snapshot
+                fresh.gate.restore(outputs)
+            except (KeyError, TypeError, ValueError) as exc:
+                fresh.gate.reset(meta.input_position or 0)  # it vouches for nothing before the snapshot
+                log.warning("plan %s: the snapshot's held outputs are unreadable: %s", plan.name, exc)
         self._restoring[plan.name] = "replaying the input log"
         try:
             if meta is None:

@@ -135,6 +135,7 @@ class PlanJournal:
         self.taken_through = 0  # where `lead` left the log with copies waiting (to be settled), or 0
         self.deployed: str | None = None  # the fingerprint of the plan text its runtime runs
         self.senders = SenderMarks()  # the last event taken from each sender that named itself
+        self.outputs: Callable[[], Any] | None = None  # a redundant plan's held outputs, for its snapshots
         first, last = input_log.bounds(plan)
         self.position = last  # the newest record appended (and processed)
         self.clock = LoggedClock(self._first_time(first, last))
@@ -467,10 +468,13 @@ class PlanJournal:
             self.leading, self.replicas, self.relay = False, None, relay
 
     def capture(self) -> tuple[Any, str, int]:
-        """The plan's state (its sender marks in the annex) and the log position it covers,
-        consistent with each other."""
+        """The plan's state (its sender marks in the annex, and a redundant plan's outputs not
+        known written: `outputs`) and the log position it covers, consistent with each other."""
         with self.lock:
-            return self.captured(), self.log_id, self.position
+            capture = self.captured()
+            if self.outputs is not None:
+                capture.annex["outputs"] = self.outputs()
+            return capture, self.log_id, self.position
 
     def captured(self) -> Any:
         """(Under the lock.) The plan's state, its sender marks in the annex."""

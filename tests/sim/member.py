@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from engine.events import Event
 from ha.acks import Acknowledgements, Confirm, Drop, Refuse, Release, Standby, Wait
 from ha.gate import OutputGate
-from ha.lease import Timing, lease_lookup_interval
+from ha.lease import Timing
 from ha.membership import Membership, Timeouts
 from ha.messages import (
     Ack,
@@ -39,7 +39,8 @@ from ha.messages import (
 )
 from ha.ports import Lease, LogPosition
 from ha.resends import SETTLED, WAITING, DirectCopies, Resends
-from ha.roles import Action, PlanRole, Situation, Transition
+from ha.roles import Action, Situation, Transition
+from ha.seat import PlanSeat, Report
 from ha.subscription import resumes
 from tests.sim.outside import FAILED, Adapter, Write
 from tests.sim.world import FIN, RESET, Conn
@@ -55,6 +56,9 @@ HEARTBEAT = TIMEOUTS.heartbeat_ms / 1000
 RELAY_WAIT = 5.0
 FULL_WAIT = 2.0  # as the node's [adapters] full_wait_ms: how long a bundle waits for room
 COPY_WAIT = 5.0  # as the journal's COPY_WAIT_SECONDS
+KEEPALIVE = 0.5  # as replication's KEEPALIVE_SECONDS: a quiet stream says it lives this often
+SILENCE = 2.0  # as replication's FOLLOW_SILENCE_SECONDS: a live stream quiet this long is dead
+JOIN_SILENCE = 10.0  # as replication's JOIN_SILENCE_SECONDS: so is a joining one
 TEXT = "the plan"
 
 
@@ -63,6 +67,8 @@ class Bundle:
     id: int
     events: int
     digest: int  # what the node's digest of its content would be: equal contents, equal digests
+    sender: str | None = None  # the client, when it names itself (`adapters.senders`); None: a foreign one
+    seq: int = 0  # its number among that client's bundles
 
 
 @dataclass
@@ -78,6 +84,11 @@ class Disk:
     @property
     def position(self) -> int:
         return len(self.entries)
+
+    def taken(self, sender: str) -> int:
+        """The newest of `sender`'s bundles in this log (-1: none), as the plan's sender marks
+        say: kept in its snapshots and advanced as its records are replayed or applied."""
+        return max((b.seq for b in self.entries if b is not None and b.sender == sender), default=-1)
 
 
 Reply = Callable[[bool, str], None]  # (acknowledged, why not)
@@ -109,8 +120,8 @@ class Member:
         self._backlog: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
         self.started = self.world.now
         self.membership = Membership(name, TIMEOUTS, ())
-        self.role = PlanRole(PLAN, name, TIMING)
-        self.epoch = 0
+        self.seat = PlanSeat(PLAN, name, TIMING)
+        self.role = self.seat.role
         self.leading = False
         self.rule: Acknowledgements | None = None
         self.subscribers: dict[int, tuple[Conn, Standby]] = {}
@@ -118,17 +129,15 @@ class Member:
         self.gate: OutputGate[tuple[str, int, int], int] = OutputGate(PLAN, self._emit, sim.gate_capacity)
         self.resends = Resends(keep=sim.resend_keep)
         self.copies = DirectCopies(keep=sim.copy_keep) if mode == "full-active-active" else None
-        self.looked_up = 0.0
         self.lookup_pending = False
         self.granted = False  # the store's last answer naming this member gave it a lease with time left
         self.predecessor_gone = False  # the leases its name held before this process started are given up
         self.round_pending = False
-        self.confirmed_at = 0.0
-        self.required: LogPosition | None = None
-        self.fenced_at_takeover = 0
         self.nudged = False
         # following
         self.follow_conn: Conn | None = None
+        self.heard_at = 0.0  # when the followed notifier last sent anything
+        self.delivered_through = 0  # as notifier: the last position its standbys were told is written
         self.live = False
         self.ended_live = False
         self.ended_at: float | None = None
@@ -145,6 +154,7 @@ class Member:
         self.world.after(0.0, self._guard, self._heartbeat_loop)
         self.world.after(0.0, self._guard, self._role_loop)
         self.world.after(0.0, self._guard, self._watermark_loop)
+        self.world.after(0.0, self._guard, self._keepalive_loop)
         self.following = False  # the follow loop is scheduled
         self._keep_following()
         for position, bundle in enumerate(disk.entries, 1):  # recovery replays the log: its outputs again
@@ -228,8 +238,12 @@ class Member:
             self._round()
         self.world.after(ROLE_PERIOD, self._guard, self._role_loop)
 
+    @property
+    def epoch(self) -> int:
+        return self.seat.epoch
+
     def _nudge(self) -> None:
-        self.looked_up = 0.0
+        self.seat.stream_ended()
         if not self.round_pending:
             self.world.after(0.0, self._guard, self._round)
 
@@ -245,7 +259,7 @@ class Member:
 
             self.sim.registry.ask("release_all", lambda answer: self._guard(released, answer), self.name)
             return
-        if self.role.lease is None or self.looked_up == 0.0:
+        if self.seat.must_look_up:
             self.round_pending = True
             self._lookup(then=self._round_decide)
             return
@@ -265,7 +279,7 @@ class Member:
             caught_up=self.leading or self.caught_up,
             in_sync=self.rule.in_sync() if self.rule is not None else [],
         )
-        turn = self.role.round(situation)
+        turn = self.seat.round(situation)
         if turn is None:
             return
         if turn.action is Action.ACQUIRE:
@@ -292,21 +306,17 @@ class Member:
         if turn.action is Action.RELEASE:
             self._step_down()
             self.sim.registry.ask("release", lambda _: None, PLAN, self.name)
-            self.role.released(now)
+            self.seat.released(now)
             return
-        self._transition(turn.decision)
+        self._transition(self.seat.transition(self.world.now, turn.decision))
 
     def _round_answered(self, sent: float, held: LogPosition, lease: Lease | None, decision: Any) -> None:
         self.round_pending = False
-        self.role.answered(sent, lease)
         if lease is not None and lease.holder == self.name:
             self.granted = lease.ttl_ms > 0
-        if lease is not None and lease.holder == self.name and lease.epoch == self.epoch:
-            self.confirmed_at = max(self.confirmed_at, sent)
-        self._transition(decision)
+        self._transition(self.seat.answered(sent, lease, self.world.now, decision))
 
-    def _transition(self, decision: Any) -> None:
-        transition = self.role.transition(self.world.now, decision, self.epoch)
+    def _transition(self, transition: Transition) -> None:
         if transition in (Transition.STEP_DOWN, Transition.NEW_TERM):
             self._step_down()
         if transition in (Transition.TAKE_OVER, Transition.NEW_TERM):
@@ -318,9 +328,7 @@ class Member:
         def answered(lease: Lease | None) -> None:
             self.lookup_pending = False
             if lease is not FAILED:
-                self.looked_up = self.world.now
-                if lease is not None:
-                    self.role.saw(lease, self.world.now)
+                self.seat.looked_up_at(self.world.now, lease)
             if then is not None:
                 then()
 
@@ -329,23 +337,16 @@ class Member:
 
     def notifier_address(self) -> str | None:
         """Where the notifier is, by what the registry said lately (asking again when due)."""
-        lease = self.role.lease
-        now = self.world.now
-        every = lease_lookup_interval(TIMING.renew_ms / 1000, now, self.ended_at)
-        if (
-            lease is None or lease.holder == self.name or now - self.looked_up >= every
-        ) and not self.lookup_pending:
+        if self.seat.lookup_due(self.world.now, self.ended_at) and not self.lookup_pending:
             self._lookup()
-        if lease is None or lease.holder == self.name:
-            return None
-        return lease.holder
+        return self.seat.notifier
 
     def held(self) -> LogPosition:
         return LogPosition(self.disk.term, self.disk.position)
 
     @property
     def caught_up(self) -> bool:
-        return (self.live or self.ended_live) and self.gate.complete
+        return self.seat.caught_up(self.live or self.ended_live, self.gate.complete, self.held())
 
     # ---- notifying -----------------------------------------------------------------------------
 
@@ -353,7 +354,7 @@ class Member:
         epoch = self.role.holder.epoch
         assert epoch is not None
         self._stop_following()
-        self.rule = Acknowledgements(PLAN)
+        self.rule = self.seat.acknowledgements(epoch)
         self.disk.term = epoch
         self.leading = True
         after = self.disk.position
@@ -364,9 +365,7 @@ class Member:
                 self._sequence(self.sim.bundles[rows[0][0]], None)
         self.resends.took_over(self.now_ms())  # after the copies: a client's resend of one is known
         taken_through = self.disk.position if self.copies is not None and self.copies.waiting else 0
-        self.epoch = epoch
-        self.required = None
-        self.fenced_at_takeover = self.tx.fenced + self.tx.overflow
+        self.seat.took_over(self.refused)
         self.gate.open(epoch, after)
         self.sim.note_notifier(self, epoch)
         self.world.trace(f"{self.name} notifier at epoch {epoch} from position {after}")
@@ -387,12 +386,17 @@ class Member:
             self._settle_all()
         self.rule = None
         self.world.trace(f"{self.name} no longer notifier (epoch {self.epoch})")
-        self.epoch = 0
+        self.seat.stepped_down()
         self._keep_following()
 
     def receive(self, bundle: Bundle, reply: Reply) -> None:
         """A client's bundle arrives at this member's receiver."""
         self._guard(self._receive, bundle, reply)
+
+    @property
+    def refused(self) -> int:
+        """As the node's `fenced(plan)`: records its adapters were refused by a fence, or dropped."""
+        return sum(a.fenced + a.overflow for a in (self.tx, self.plain))
 
     @property
     def has_room(self) -> bool:
@@ -447,17 +451,22 @@ class Member:
 
     def _sequence(self, bundle: Bundle, reply: Reply | None, relayed: bool = False) -> None:
         at = self.now_ms()
-        resent = self.resends.resent(bundle.digest, at)
-        relayed_again = not resent and (
-            self.resends.relayed_again(bundle.digest, at)
-            if relayed
-            else self.resends.sent_after_its_relay(bundle.digest, at)
-        )
+        if self.named(bundle):  # as the journal: by the sender's mark, and no digest is kept
+            assert bundle.sender is not None
+            resent, relayed_again = self.disk.taken(bundle.sender) >= bundle.seq, False
+        else:
+            resent = self.resends.resent(bundle.digest, at)
+            relayed_again = not resent and (
+                self.resends.relayed_again(bundle.digest, at)
+                if relayed
+                else self.resends.sent_after_its_relay(bundle.digest, at)
+            )
         if resent or relayed_again:
             # taken before: acknowledged once the newest record is settled, as the journal does
             position = self.disk.position
         else:
-            self.resends.seen(bundle.digest, at, relayed)
+            if not self.named(bundle):
+                self.resends.seen(bundle.digest, at, relayed)
             position = self._append(bundle)
             self.sim.note_append(self, position, bundle)
             for conn, standby in list(self.subscribers.values()):
@@ -469,6 +478,11 @@ class Member:
             _Settle(position, self.world.now, reply, rule, bundle, appended=not (resent or relayed_again))
         )
         self._settle_all()
+
+    @staticmethod
+    def named(bundle: Bundle) -> bool:
+        """Whether the journal tells `bundle`'s resends by its sender's identity."""
+        return bundle.sender is not None
 
     def _append(self, bundle: Bundle | None) -> int:
         disk = self.disk
@@ -512,8 +526,7 @@ class Member:
         self._settled(settle, step)
 
     def _confirm(self, settle: _Settle, require: LogPosition) -> None:
-        required = self.required
-        if self.confirmed_at >= settle.started and required is not None and required.covers(require):
+        if not self.seat.needs_confirmation(settle.started, require):
             self._settled(settle, settle.rule.confirmed(True))
             return
         settle.asking = True
@@ -524,18 +537,7 @@ class Member:
             settle.asking = False
             if settle not in self.settles:
                 return
-            self.role.answered(sent, lease)
-            ok = (
-                lease is not None
-                and lease.holder == self.name
-                and lease.epoch == epoch
-                and lease.required is not None
-                and lease.required.covers(require)
-            )
-            if ok:
-                assert lease is not None
-                self.confirmed_at = sent
-                self.required = lease.required
+            ok = self.seat.renewed(sent, lease, epoch, require)
             self._settled(settle, settle.rule.confirmed(ok))
 
         self.sim.registry.ask(
@@ -604,14 +606,14 @@ class Member:
 
     def _watermark_loop(self) -> None:
         if self.leading and self.rule is not None and self.tx.flushed and self.plain.flushed:
-            if self.tx.fenced + self.tx.overflow == self.fenced_at_takeover:
-                released = self.gate.released
+            report = self.seat.report(self.refused, self.world.now)
+            if report is Report.TRIM:
+                released = self.delivered_through = self.gate.released
                 self.gate.trim(released)
                 for conn, standby in self.subscribers.values():
                     if not standby.gone:
                         self.net.send(conn, self.name, (Delivered(released), None))
-            elif self.role.holder.holds(self.world.now):  # as the node: deliver again what was refused
-                self.fenced_at_takeover = self.tx.fenced + self.tx.overflow
+            elif report is Report.REDELIVER:  # as the node: deliver again what was refused
                 self.gate.redeliver()
         self.world.after(0.2, self._guard, self._watermark_loop)
 
@@ -691,6 +693,8 @@ class Member:
             conn = self._connect(address, "replicate")
             if conn is not None:
                 self.follow_conn = conn
+                self.heard_at = self.world.now
+                self.world.after(KEEPALIVE, self._guard, self._silence_check, conn)
                 disk = self.disk
                 self.net.send(
                     conn,
@@ -700,6 +704,24 @@ class Member:
                 return
         self.following = True
         self.world.after(0.05, self._guard, self._follow_loop)
+
+    def _keepalive_loop(self) -> None:
+        """As the notifier's send loop: a stream with nothing to send repeats the last `Delivered`."""
+        for conn, standby in list(self.subscribers.values()):
+            if not standby.gone:
+                self.net.send(conn, self.name, (Delivered(self.delivered_through), None))
+        self.world.after(KEEPALIVE, self._guard, self._keepalive_loop)
+
+    def _silence_check(self, conn: Conn) -> None:
+        """As the follower's receive deadline: a notifier silent for `SILENCE` (`JOIN_SILENCE`
+        before the stream is live) is gone (its host vanished without FIN or RST)."""
+        if conn is not self.follow_conn:
+            return
+        if self.world.now - self.heard_at >= (SILENCE if self.live else JOIN_SILENCE):
+            self.net.close(conn, self.name)
+            self._ended(conn, True)
+            return
+        self.world.after(KEEPALIVE, self._guard, self._silence_check, conn)
 
     def _stop_following(self) -> None:
         conn, self.follow_conn = self.follow_conn, None
@@ -720,7 +742,10 @@ class Member:
         self.live = False
 
     def _follow(self, conn: Conn, message: Any, extra: Any) -> None:
+        if conn is not self.follow_conn:
+            return  # a subscription it left: as the node's follower, which reads one connection at a time
         disk = self.disk
+        self.heard_at = self.world.now
         if isinstance(message, Record):
             term, bundle = extra
             if message.position != disk.position + 1:  # a gap: it cannot apply it

@@ -51,6 +51,7 @@ class Config:
     pace: tuple[float, float] = (0.02, 0.3)  # seconds between a client's bundles, drawn per client
     client_bundles: tuple[int, ...] = ()  # bundles per client, where not `bundles` each
     client_pace: tuple[float, ...] = ()  # seconds between bundles per client, where not drawn from `pace`
+    named: tuple[bool, ...] = ()  # per client: it names itself and numbers its bundles (not: a foreign one)
     latency: tuple[float, float] = (0.0005, 0.005)  # seconds a message between members takes
     registry_latency: tuple[float, float] = (0.001, 0.01)  # each way
     client_latency: tuple[float, float] = (0.0005, 0.003)  # each way
@@ -90,6 +91,7 @@ class Config:
             if kind == "clock":
                 detail = str(rng.choice((-3.0, -1.0, 0.5, 2.5)))
             config.faults.append((rng.uniform(1.2, 3.5), kind, rng.uniform(0.3, 3.5), detail, ""))
+        config.named = tuple(rng.random() < 0.5 for _ in range(config.clients))  # drawn last: the rest stays
         return config
 
 
@@ -136,9 +138,10 @@ class Sim:
         for c in range(config.clients):
             bundles = []
             count = config.client_bundles[c] if c < len(config.client_bundles) else config.bundles
-            for _ in range(count):
+            sender = f"client-{c}" if c < len(config.named) and config.named[c] else None
+            for k in range(count):
                 events = self.world.rng.randint(1, 3)
-                b = Bundle(next_id, events, digest("S", [0], [(next_id, events)]))
+                b = Bundle(next_id, events, digest("S", [0], [(next_id, events)]), sender, k)
                 self.bundles[next_id] = b
                 bundles.append(b)
                 next_id += 1
@@ -421,7 +424,7 @@ class Sim:
             if m.up and (dead or (m.live and m.follow_conn is None)):
                 why.append(f"{m.name} is following a notifier whose host vanished (its connection is dead)")
             elif not m.caught_up and covers(m.held(), required):
-                why.append(f"{m.name} holds what the lease requires but never followed since it started")
+                why.append(f"{m.name} holds what the lease requires but does not count itself caught up")
         if not any(m.up and m.leading and m.role.holder.holds(now) for m in self.members.values()):
             self._violation(
                 f"no notifier at the end (the lease requires {required}): {'; '.join(why) or '?'}"
@@ -456,6 +459,8 @@ class Sim:
                         if bundle_id in self.refused
                         else "a resend taken again"
                     )
+                    if self.bundles[bundle_id].sender is not None:
+                        why += ", though its client names itself"
                     self._violation(
                         f"output ({bundle_id}, {i}) is {tx[(bundle_id, i)]} times in the sink ({why})"
                     )
@@ -473,7 +478,10 @@ class Sim:
         rekeyed = [content for content, seen in keys.items() if len(seen) > 1]
         if rekeyed:  # a plain sink may get an output twice, but only under its one key
             refused = all(content[0] in self.refused for content in rekeyed)
+            named = any(self.bundles[content[0]].sender is not None for content in rekeyed)
             self._violation(
                 f"outputs reached the plain sink under two keys: {rekeyed[:5]}"
-                + (" (processed again after a refusal)" if refused else "")
+                + (" (processed again after a refusal" if refused else "")
+                + (", though its client names itself" if refused and named else "")
+                + (")" if refused else "")
             )

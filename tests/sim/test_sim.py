@@ -13,11 +13,13 @@ from typing import Any
 
 import pytest
 
+from ha.acks import Acknowledgements
 from ha.gate import OutputGate
 from ha.lease import Holder
 from ha.ports import Lease
 from ha.resends import SETTLED, DirectCopies
 from ha.roles import PlanRole
+from ha.seat import PlanSeat
 from tests.sim.known import FIXED, OPEN, Path
 from tests.sim.member import Disk, Member
 from tests.sim.outside import Adapter
@@ -110,7 +112,43 @@ def _power_cut_keeps_the_log(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Sim, "_power_cut", cut)
 
 
+def _identities_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before its fix: every client's resends are told by the content digest alone."""
+    monkeypatch.setattr(Member, "named", staticmethod(lambda bundle: False))
+
+
+def _streams_without_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before its fix: a quiet replication stream sends nothing, and a standby waits on it forever."""
+    monkeypatch.setattr(Member, "_keepalive_loop", lambda self: None)
+    monkeypatch.setattr(Member, "_silence_check", lambda self, conn: None)
+
+
+def _caught_up_only_by_a_live_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before its fix: only a live stream (or one that ended live) makes a member able to ask."""
+    monkeypatch.setattr(PlanSeat, "caught_up", lambda self, streamed, complete, held: streamed and complete)
+
+
+def _a_term_taken_up_again_starts_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before its fix: every term a member starts notifying in gets a new acknowledgement rule."""
+    monkeypatch.setattr(
+        PlanSeat,
+        "acknowledgements",
+        lambda self, epoch, ack_timeout=1.0: Acknowledgements(self.plan, ack_timeout),
+    )
+
+
 UNDO: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
+    "a notifier that renewed its own lapsed lease forgets which standbys of the term may lack "
+    "what it acknowledges next": _a_term_taken_up_again_starts_afresh,
+    "a member holding every acknowledged record never asks for the lease if its last subscription "
+    "ended before it was live": _caught_up_only_by_a_live_stream,
+    "standbys stay subscribed to a notifier whose host vanished without FIN and came back": (
+        _streams_without_deadline
+    ),
+    "a resend of a client that names itself is processed twice, after 4,096 other bundles": _identities_ignored,
+    "a bundle of a client that names itself, refused after it was processed, is processed again when resent": (
+        _identities_ignored
+    ),
     "a notifier whose writes the fence refused while its lease lapsed on its own clock, and who "
     "then renewed the same lease, never delivers those outputs again": _refused_outputs_wait_for_a_next_notifier,
     "an output buffer (an adapter's, or a gate's held outputs) overflows: outputs are lost": _full_buffers_drop,

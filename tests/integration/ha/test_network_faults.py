@@ -35,6 +35,7 @@ from tests.support.cluster import ClusterFeeder, plan_status, status_of
 from tests.support.databases import isolated_database
 from tests.support.faults import Rig, Watch, fenced_in_log, log_size, wait_until
 from tests.support.nodes import NodeProcess, wait_for
+from tests.support.rooms import batch_count
 
 pytestmark = [pytest.mark.slow, pytest.mark.ha, pytest.mark.mysql]
 
@@ -390,6 +391,44 @@ def test_a_sink_outage_fails_nothing_over_and_the_adapter_delivers_everything_af
     assert lease_before == lease_after
     assert watch.peak(watch.pending[old], cut, healed) > 0, "the adapter held nothing while the sink was down"
     assert drained is not None
+
+
+@pytest.mark.parametrize("mode", ["failover"])
+def test_a_member_restarted_alone_from_its_snapshot_takes_over_and_delivers_what_the_notifier_had_not(
+    rig: Rig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """While the sink is down: the client stops, the notifier is paused (so it appends no record
+    the standby lacks), the standby stops gracefully (a final snapshot) and the notifier is
+    killed with its outputs unwritten. The standby then starts
+    alone: no notifier to follow, but its log holds every acknowledged record, so it takes over
+    (before, it waited forever for a stream to follow) and must deliver the outputs of the
+    records before its snapshot, which no replay of its log makes again: only its snapshot
+    kept them (before, they were lost)."""
+    notifier, standby = rig.start()
+    feeder = rig.feed(notifier)
+    time.sleep(1.0)
+    rig.sink_proxy.cut()  # from now on the notifier's outputs wait in its adapter
+    time.sleep(1.5)
+    sent = feeder.stop()
+    wait_for(lambda: _in_sync(rig), 20, "the standby in sync with everything acknowledged")
+    assert notifier.process is not None
+    os.kill(notifier.process.pid, signal.SIGSTOP)
+    standby.stop()
+    notifier.kill()
+    started = time.monotonic()
+    standby.start()
+    wait_for(lambda: plan_status(standby).get("role") == "notifier", 30, "the restarted member to take over")
+    took = time.monotonic() - started
+    held = plan_status(standby).get("held_outputs")
+    rig.sink_proxy.heal()
+    time.sleep(0.5)
+    wait_for(lambda: batch_count(rig.sink) >= sent, 30, "every reading in a time batch")
+    say(
+        capsys,
+        f"[fault: the sink down, the standby restarted from its snapshot, the notifier killed] it took "
+        f"over {took:.1f} s after it started, holding {held} outputs; {rig.where(sent)}",
+    )
+    rig.check(sent)
 
 
 SMALL_BUFFER = 300  # records: the rooms plan writes 2,000-6,000 a second, so a 5 s outage is 30 times more

@@ -5,18 +5,22 @@ the notifier's log, and when it takes over carries on as if one process had run 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from adapters.output.base import Origin
+from app.cluster import replication
 from app.cluster.errors import StateDoesNotFit
 from app.cluster.gate import LockedGate
 from app.cluster.peers import Connection, PeerServer, connect
 from app.cluster.replication import Follower, Sequencer
 from engine.events import Event
-from ha.messages import Subscribe
+from ha.messages import Live, Resume, Subscribe
 from ha.ports import LogPosition
 from tests.support.journals import OPS, Run, Wall
 
@@ -55,6 +59,33 @@ def subscribed(sequencer: Sequencer, standby: Run) -> tuple[PeerServer, Follower
     return server, follower
 
 
+def notifying(tmp_path: Path) -> tuple[Run, Sequencer]:
+    """A notifier that sequenced the first four operations."""
+    notifier = Run(tmp_path / "a", Wall(OPS[0][0]))
+    sequencer = Sequencer(notifier.journal, LockedGate("p", no_outputs))
+    notifier.journal.lead(1, sequencer)
+    notifier.do(OPS[:4])
+    return notifier, sequencer
+
+
+def follower_of(
+    standby: Run,
+    notifier: Callable[[], str],
+    install: Callable[[bytes], Any] | None = None,
+    ended: Callable[[], object] = lambda: None,
+) -> Follower:
+    """`standby`'s follower of the notifier at `notifier()` (not started)."""
+    standby.journal.follow(None)
+    return Follower(
+        standby.journal,
+        LockedGate("p", no_outputs),
+        notifier=notifier,
+        connect=lambda address: connect(address, "b", "replicate", SECRET),
+        install=install or standby.runtime.restore,
+        ended=ended,
+    )
+
+
 def test_a_standby_joined_from_a_snapshot_computes_what_the_notifier_does_and_takes_over(
     tmp_path: Path,
 ) -> None:
@@ -91,10 +122,7 @@ def test_a_standby_joined_from_a_snapshot_computes_what_the_notifier_does_and_ta
 
 
 def test_a_standby_that_lost_its_connection_resumes_where_it_was(tmp_path: Path) -> None:
-    notifier = Run(tmp_path / "a", Wall(OPS[0][0]))
-    sequencer = Sequencer(notifier.journal, LockedGate("p", no_outputs))
-    notifier.journal.lead(1, sequencer)
-    notifier.do(OPS[:4])
+    notifier, sequencer = notifying(tmp_path)
     connections: list[Connection] = []
 
     def serve(connection: Connection) -> None:
@@ -106,20 +134,13 @@ def test_a_standby_that_lost_its_connection_resumes_where_it_was(tmp_path: Path)
     server = PeerServer("127.0.0.1", 0, "a", SECRET, serve)
     server.start()
     standby = Run(tmp_path / "b", Wall(10**12))
-    standby.journal.follow(None)
     installs: list[int] = []
 
     def install(blob: bytes) -> None:
         installs.append(len(blob))
         standby.runtime.restore(blob)
 
-    follower = Follower(
-        standby.journal,
-        LockedGate("p", no_outputs),
-        notifier=lambda: f"127.0.0.1:{server.port}",
-        connect=lambda address: connect(address, "b", "replicate", SECRET),
-        install=install,
-    )
+    follower = follower_of(standby, lambda: f"127.0.0.1:{server.port}", install)
     try:
         follower.start()
         wait(lambda: follower.live, "the standby to join")
@@ -138,10 +159,7 @@ def test_a_standby_whose_notifier_died_stays_eligible_while_it_cannot_reconnect(
     subscribe again (refused: nothing listens there any more) must not cost it that, or no member
     could take the dead notifier's place. The end is reported once (the member then reads who
     holds the lease at once), the failed attempts are not."""
-    notifier = Run(tmp_path / "a", Wall(OPS[0][0]))
-    sequencer = Sequencer(notifier.journal, LockedGate("p", no_outputs))
-    notifier.journal.lead(1, sequencer)
-    notifier.do(OPS[:4])
+    notifier, sequencer = notifying(tmp_path)
     connections: list[Connection] = []
 
     def serve(connection: Connection) -> None:
@@ -159,16 +177,9 @@ def test_a_standby_whose_notifier_died_stays_eligible_while_it_cannot_reconnect(
         asked.append(address)
         return address
 
-    standby = Run(tmp_path / "b", Wall(10**12))
-    standby.journal.follow(None)
     ended: list[float] = []
-    follower = Follower(
-        standby.journal,
-        LockedGate("p", no_outputs),
-        notifier=where,
-        connect=lambda address: connect(address, "b", "replicate", SECRET),
-        install=standby.runtime.restore,
-        ended=lambda: ended.append(time.monotonic()),
+    follower = follower_of(
+        Run(tmp_path / "b", Wall(10**12)), where, ended=lambda: ended.append(time.monotonic())
     )
     try:
         follower.start()
@@ -187,6 +198,53 @@ def test_a_standby_whose_notifier_died_stays_eligible_while_it_cannot_reconnect(
         assert len(ended) == 1
     finally:
         follower.stop()
+
+
+def test_a_live_standby_keeps_a_quiet_notifier_and_leaves_a_silent_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A notifier with nothing to send says it lives; one whose host vanished without FIN or
+    RST says nothing, and its live standby must end the subscription (and stay eligible), not
+    wait on the dead connection for as long as TCP would."""
+    monkeypatch.setattr(replication, "KEEPALIVE_SECONDS", 0.05)
+    monkeypatch.setattr(replication, "FOLLOW_SILENCE_SECONDS", 0.4)
+    notifier, sequencer = notifying(tmp_path)
+    silent, released = threading.Event(), threading.Event()
+    connections: list[Connection] = []
+
+    def serve(connection: Connection) -> None:
+        connections.append(connection)
+        request = connection.recv()
+        assert isinstance(request, Subscribe)
+        if silent.is_set():  # the vanished host: the connection stays open, nothing comes
+            connection.send(Resume(notifier.journal.log_id, request.position, 1, 0))
+            connection.send(Live())
+            released.wait(30)
+            return
+        sequencer.serve(connection, request)
+
+    server = PeerServer("127.0.0.1", 0, "a", SECRET, serve)
+    server.start()
+    ended: list[float] = []
+    follower = follower_of(
+        Run(tmp_path / "b", Wall(10**12)),
+        lambda: f"127.0.0.1:{server.port}",
+        ended=lambda: ended.append(time.monotonic()),
+    )
+    try:
+        follower.start()
+        wait(lambda: follower.live, "the standby to join")
+        time.sleep(1.0)  # two and a half silences with nothing to send
+        assert follower.live and ended == [] and len(connections) == 1, "a quiet notifier was left"
+        silent.set()
+        connections[0].close()  # the standby subscribes again, to the silent one
+        wait(lambda: len(ended) == 1 and len(connections) == 2 and follower.live, "the silent stream")
+        wait(lambda: len(ended) == 2, "the standby to leave the silent notifier")
+        assert follower.ended_live, "a standby that left a live stream holds what the notifier acknowledged"
+    finally:
+        released.set()
+        follower.stop()
+        server.stop()
 
 
 def test_a_standby_joined_from_a_snapshot_gets_the_unwritten_outputs_and_may_take_over_at_once(
