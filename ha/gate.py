@@ -86,13 +86,16 @@ class OutputGate(Generic[OriginT, FenceT]):
         # standby's copies it sequences as it takes over) wait, as any, until their record settles
         return self._deliver(through)
 
-    def redeliver(self) -> int:
+    def redeliver(self, fence: FenceT | None = None) -> int:
         """Deliver again what was released and is not known written (notifier only): a fence
         refused some of it while this node's lease lapsed on its own clock, and it holds the
         lease again, so no next notifier will deliver it; the sink skips what it has by origin.
-        How many events."""
+        `fence`: a new fence for these and what follows (the refusing one refuses everything
+        after its first refusal, so nothing later is written ahead of them). How many events."""
         if self.fence is None:
             return 0
+        if fence is not None:
+            self.fence = fence
         self._held.extendleft(reversed(self._sent))
         self._sent.clear()
         return self._deliver(self.released)
@@ -118,6 +121,13 @@ class OutputGate(Generic[OriginT, FenceT]):
         self._events = 0
         self.covers_after = after
         self.delivered = delivered
+
+    def carried_in(self, covers: int) -> None:
+        """Every output the notifier carried to this standby (after its state, before `live`)
+        has arrived: from now on it vouches for every position after `covers`. Until then it
+        vouches for nothing its state covers (`reset` to the state's position), for a join cut
+        short between the state and the last carried output would leave outputs unheld."""
+        self.covers_after = covers
 
     def carried(self) -> tuple[list[tuple[str, list[Event], OriginT]], int, int]:
         """What a standby joining from a snapshot of this notifier needs to be able to take over

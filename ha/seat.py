@@ -54,6 +54,7 @@ class PlanSeat:
         self.ineligible: LogPosition | None = None  # the requirement last found not covered here
         self.fenced_at_takeover = 0  # the adapters' count of fence refusals when its term began
         self._rule: Acknowledgements | None = None  # of the last term it notified in
+        self._tail = (0, 0)  # (released, appended) when the last watermark round looked
         self._rule_epoch = 0
 
     # ---- who holds the lease ------------------------------------------------------------------
@@ -178,6 +179,20 @@ class PlanSeat:
         return True
 
     # ---- outputs written ------------------------------------------------------------------------
+
+    def tail_to_settle(self, released: int, appended: int, settling: bool) -> int | None:
+        """The position a notifier settles on its own (None: none now), asked once a watermark
+        round. A record refused after it was appended (its lease could not be confirmed) keeps
+        its outputs in the gate, unreleased, until a later record is settled; with none to come
+        (its client's resend refused too, for want of room in that very gate) they would hold
+        the gate, and the plan, forever. So when the newest record has stayed unreleased for a
+        whole round with nothing settling, the notifier settles it itself: its outputs go out
+        once the rule allows, as a takeover would deliver them (the record is in the log)."""
+        stuck = (released, appended)
+        seen, self._tail = self._tail, stuck
+        if released >= appended or settling or seen != stuck:
+            return None
+        return appended
 
     def report(self, fenced: int, now: float) -> Report:
         """Every output released before the adapters were last flushed is written, and they have

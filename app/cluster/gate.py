@@ -36,9 +36,9 @@ class LockedGate:
         with self._lock:
             return self._gate.open(fence, through)
 
-    def redeliver(self) -> int:
+    def redeliver(self, fence: Fence | None = None) -> int:
         with self._lock:
-            return self._gate.redeliver()
+            return self._gate.redeliver(fence)
 
     def close(self) -> None:
         with self._lock:
@@ -51,6 +51,10 @@ class LockedGate:
     def reset(self, after: int, delivered: int = 0) -> None:
         with self._lock:
             self._gate.reset(after, delivered)
+
+    def carried_in(self, covers: int) -> None:
+        with self._lock:
+            self._gate.carried_in(covers)
 
     def carried(self) -> tuple[list[tuple[str, list[Event], Origin]], int, int]:
         with self._lock:

@@ -102,6 +102,9 @@ class Cluster:
         self._flush = flush
         self._fenced = fenced
         self._flusher = ThreadPoolExecutor(4, thread_name_prefix="cluster-flush")  # per-plan delivered checks
+        self._settler = ThreadPoolExecutor(
+            2, thread_name_prefix="cluster-settle"
+        )  # tails (`PlanSeat.tail_to_settle`)
         self._flushing: dict[str, tuple[Future[bool], int]] = {}  # plan → its check, and what it covers
         self.membership = cast(Membership, Locked(Membership(self.me, settings.timeouts, ())))
         self._addresses: dict[str, str] = {self.me: settings.advertise}  # member → cluster address
@@ -146,6 +149,7 @@ class Cluster:
             pass
         self._flush(None, HANDOVER_FLUSH_SECONDS)
         self._flusher.shutdown(wait=False, cancel_futures=True)
+        self._settler.shutdown(wait=False, cancel_futures=True)
         with self._lock:
             plans = list(self._plans.values())
         for plan in plans:
@@ -385,7 +389,7 @@ class Cluster:
         if plan.follower is not None:
             plan.follower.stop()
             plan.follower = None
-        fence = NotifierFence(plan.name, epoch, lambda: role.holder.holds(time.monotonic()))
+        fence = self._fence(plan, epoch)
         with plan.seat_lock:
             rule = plan.seat.acknowledgements(epoch)
         plan.sequencer = Sequencer(
@@ -414,10 +418,18 @@ class Cluster:
         )  # fmt: skip
 
     @staticmethod
+    def _fence(plan: _Plan, epoch: int) -> NotifierFence:
+        """A fence for the outputs this node delivers under `epoch` (each refuses everything
+        after its first refusal: a redelivery takes a new one)."""
+        role = plan.seat.role
+        return NotifierFence(plan.name, epoch, lambda: role.holder.holds(time.monotonic()))
+
+    @staticmethod
     def _settle_taken(plan: _Plan, sequencer: Sequencer, position: int) -> None:
-        """Settle the log through `position` for the full-active-active copies waiting as this
-        member took over (those it sequenced, and those whose record the old notifier sent
-        without settling it): once the standbys hold it all, their clients are acknowledged."""
+        """Settle the log through `position` with no client waiting: for the full-active-active
+        copies waiting as this member took over (those it sequenced, and those whose record the
+        old notifier sent without settling it: once the standbys hold it all, their clients are
+        acknowledged), or for a tail of records refused after they were appended."""
         try:
             plan.journal.durable(position)
             sequencer.settle(position)  # the rule, for records of the old term as well
@@ -508,6 +520,7 @@ class Cluster:
         with self._lock:
             leading = [(p, p.sequencer, p.gate.released) for p in self._plans.values() if p.sequencer]
         for plan, sequencer, released in leading:
+            self._settle_tail(plan, sequencer, released)
             # each plan's flush runs on its own, over rounds: a plan whose sink is down holds up no other
             asked = self._flushing.get(plan.name)
             if asked is None:
@@ -536,12 +549,25 @@ class Cluster:
             elif report is Report.REDELIVER:
                 # a fence refused writes while the lease lapsed on this node's clock, and it holds
                 # the lease again: no next notifier will deliver them, so this one does, again
-                n = plan.gate.redeliver()
+                n = plan.gate.redeliver(self._fence(plan, plan.epoch))
                 log.warning(
                     "plan %s: outputs were refused while this node's lease lapsed; it holds it again "
                     "and delivers %d held outputs again (the sink skips what it has)",
                     plan.name, n,
                 )  # fmt: skip
+
+    def _settle_tail(self, plan: _Plan, sequencer: Sequencer, released: int) -> None:
+        """Settle the plan's newest record when it stayed unreleased for a round with nothing
+        settling (`PlanSeat.tail_to_settle`): the outputs of records refused after they were
+        appended must not hold the gate for good."""
+        with plan.seat_lock:
+            tail = plan.seat.tail_to_settle(released, plan.journal.position, sequencer.settling > 0)
+        if tail is None or self._stop.is_set():
+            return
+        try:
+            self._settler.submit(self._settle_taken, plan, sequencer, tail)
+        except RuntimeError:  # the cluster is stopping
+            return
 
     # ---- what the relays and heartbeats ask ---------------------------------------------------
 

@@ -139,6 +139,7 @@ class Sequencer:
         self._subscribers: list[_Subscriber] = []
         self._acks = threading.Condition()
         self._delivered = 0  # the last position whose outputs the standbys were told are written
+        self.settling = 0  # `settle` calls under way
 
     # ---- the journal's side (Replicas) ------------------------------------------------------
 
@@ -150,6 +151,15 @@ class Sequencer:
     def settle(self, position: int) -> None:
         """Return once `position` may be acknowledged (`ha.acks.Acknowledgements`), and release
         its outputs; `NotLeading` (not acknowledged: the client sends it again) when it may not."""
+        with self._acks:
+            self.settling += 1
+        try:
+            self._settle(position)
+        finally:
+            with self._acks:
+                self.settling -= 1
+
+    def _settle(self, position: int) -> None:
         start = time.monotonic()
         with self._acks:
             while True:
@@ -400,6 +410,7 @@ class Follower:
         if self._stop.is_set():
             return
         resyncs = self._resyncs  # a state asked for before a later `resync` does not end that one
+        joining: int | None = None  # after a state: what the carried outputs cover, once all came
         connection.send(
             Subscribe(
                 journal.plan, journal.log_id, journal.position, journal.term, journal.deployed, self._fresh
@@ -425,13 +436,19 @@ class Follower:
                 )
                 if self._resyncs == resyncs:
                     self._fresh = False
-                self.gate.reset(message.covers, message.delivered)  # the notifier's unwritten outputs follow
+                # the notifier's unwritten outputs follow: until they all have (`Live`), this
+                # gate vouches for nothing the state covers
+                self.gate.reset(message.position, message.delivered)
+                joining = message.covers
             elif isinstance(message, CarriedOutput):
                 self.gate.hold(*_carried(journal.plan, message))
             elif isinstance(message, Resume):
                 self.ended_live = False
                 journal.resume(message.term)
             elif isinstance(message, Live):
+                if joining is not None:
+                    self.gate.carried_in(joining)
+                    joining = None
                 self.live = True
                 journal.on_disk()
                 connection.send(Ack(journal.position, self.gate.complete))

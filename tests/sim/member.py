@@ -94,6 +94,24 @@ class Disk:
 Reply = Callable[[bool, str], None]  # (acknowledged, why not)
 
 
+@dataclass(eq=False)
+class Fence:
+    """As the node's `NotifierFence`: the outputs of one term (or one redelivery in it) pass
+    while this process notifies under `epoch` and its lease holds on its own clock; after its
+    first refusal it refuses everything (the sink's marks would skip a refused output written
+    again after a later one)."""
+
+    member: Member
+    epoch: int
+    lapsed: bool = False
+
+    def __call__(self) -> bool:
+        m = self.member
+        if not self.lapsed and not (m.up and m.epoch == self.epoch and m.role.holder.holds(m.world.now)):
+            self.lapsed = True
+        return not self.lapsed
+
+
 @dataclass
 class _Settle:
     position: int
@@ -126,7 +144,7 @@ class Member:
         self.rule: Acknowledgements | None = None
         self.subscribers: dict[int, tuple[Conn, Standby]] = {}
         self.settles: list[_Settle] = []
-        self.gate: OutputGate[tuple[str, int, int], int] = OutputGate(PLAN, self._emit, sim.gate_capacity)
+        self.gate: OutputGate[tuple[str, int, int], Fence] = OutputGate(PLAN, self._emit, sim.gate_capacity)
         self.resends = Resends(keep=sim.resend_keep)
         self.copies = DirectCopies(keep=sim.copy_keep) if mode == "full-active-active" else None
         self.lookup_pending = False
@@ -137,6 +155,7 @@ class Member:
         # following
         self.follow_conn: Conn | None = None
         self.heard_at = 0.0  # when the followed notifier last sent anything
+        self.joining: int | None = None  # after a state: what the carried outputs cover, once all came
         self.delivered_through = 0  # as notifier: the last position its standbys were told is written
         self.live = False
         self.ended_live = False
@@ -366,7 +385,7 @@ class Member:
         self.resends.took_over(self.now_ms())  # after the copies: a client's resend of one is known
         taken_through = self.disk.position if self.copies is not None and self.copies.waiting else 0
         self.seat.took_over(self.refused)
-        self.gate.open(epoch, after)
+        self.gate.open(Fence(self, epoch), after)
         self.sim.note_notifier(self, epoch)
         self.world.trace(f"{self.name} notifier at epoch {epoch} from position {after}")
         if taken_through and taken_through == after:  # as the node: settle for the copies waiting
@@ -589,20 +608,16 @@ class Member:
         self.net.close(conn, self.name)
 
     def _emit(
-        self, stream: str, events: list[Event], origin: tuple[str, int, int], fence: int | None
+        self, stream: str, events: list[Event], origin: tuple[str, int, int], fence: Fence | None
     ) -> None:
+        assert fence is not None, "only a notifier delivers"
         log_id, position, index = origin
-        epoch = fence or 0
         writes = [
-            Write(self.name, epoch, (log_id, position, index + i), (e.data[0], e.data[1]))
+            Write(self.name, fence.epoch, (log_id, position, index + i), (e.data[0], e.data[1]))
             for i, e in enumerate(events)
         ]
-
-        def holds() -> bool:
-            return self.up and self.epoch == epoch and self.role.holder.holds(self.world.now)
-
-        self.tx.publish(writes, holds)
-        self.plain.publish(writes, holds)
+        self.tx.publish(writes, fence)
+        self.plain.publish(writes, fence)
 
     def _watermark_loop(self) -> None:
         if self.leading and self.rule is not None and self.tx.flushed and self.plain.flushed:
@@ -613,8 +628,13 @@ class Member:
                 for conn, standby in self.subscribers.values():
                     if not standby.gone:
                         self.net.send(conn, self.name, (Delivered(released), None))
-            elif report is Report.REDELIVER:  # as the node: deliver again what was refused
-                self.gate.redeliver()
+            elif report is Report.REDELIVER:  # as the node: deliver again what was refused, afresh
+                self.gate.redeliver(Fence(self, self.epoch))
+        if self.leading and self.rule is not None:
+            tail = self.seat.tail_to_settle(self.gate.released, self.disk.position, bool(self.settles))
+            if tail is not None:
+                self.settles.append(_Settle(tail, self.world.now, None, self.rule, None, appended=False))
+                self._settle_all()
         self.world.after(0.2, self._guard, self._watermark_loop)
 
     # ---- relaying ------------------------------------------------------------------------------
@@ -773,7 +793,8 @@ class Member:
                 for digest in message.recent:  # in the state's log, at or before its position
                     self.copies.sequenced(digest, message.position)
                 self._copies_settled()
-            self.gate.reset(message.covers, message.delivered)
+            self.gate.reset(message.position, message.delivered)  # as the follower: until `Live`
+            self.joining = message.covers
         elif isinstance(message, CarriedOutput):
             position, stream, events = extra
             self.gate.hold(position, stream, events, (message.log_id, message.position, message.index))
@@ -781,6 +802,9 @@ class Member:
             self.ended_live = False
             disk.term = message.term
         elif isinstance(message, Live):
+            if self.joining is not None:
+                self.gate.carried_in(self.joining)
+                self.joining = None
             self.live = True
             self.net.send(conn, self.name, (Ack(disk.position, self.gate.complete), None))
         elif isinstance(message, Settled):

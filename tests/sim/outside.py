@@ -1,7 +1,9 @@
 """What the members talk to besides each other: the registry's lease store and the sinks.
 
 `Registry`: `ha.lease_table.LeaseTable` (the rules the SQL store is tested against) behind a
-network hop, on the database's own clock (which may step), unavailable at times.
+network hop, on the database's own clock (which may step), unavailable at times; a share of
+its answers (`answer_loss`) is lost on the way back after the request took effect (the
+connection dropped after the commit), so the member counts as failed what the store did.
 
 `TransactionalSink`: a database table with the epoch fence and the delivered marks, as the
 RDBMS adapter writes it: a write under an epoch below the fence's is refused, a higher one
@@ -32,10 +34,14 @@ Content = tuple[int, int]  # what an output says: the bundle it came of, and whi
 
 
 class Registry:
-    def __init__(self, world: World, latency: tuple[float, float] = (0.001, 0.01)) -> None:
+    def __init__(
+        self, world: World, latency: tuple[float, float] = (0.001, 0.01), answer_loss: float = 0.0
+    ) -> None:
         self.world = world
         self.table = LeaseTable()
         self.latency = latency
+        self.answer_loss = answer_loss
+        self.lost = 0
         self.down_until = 0.0
         self.skew = 0.0  # seconds the database's clock is ahead of true time
         self.requests = 0
@@ -75,6 +81,9 @@ class Registry:
             (plan,) = args
             lease = table.current(plan, now)
         lo, hi = self.latency
+        if self.answer_loss and self.world.rng.random() < self.answer_loss:
+            self.lost += 1
+            lease = FAILED  # it took effect; the answer did not come back
         self.world.after(self.world.rng.uniform(lo, hi), answer, lease)
 
 

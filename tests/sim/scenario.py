@@ -52,6 +52,7 @@ class Config:
     client_bundles: tuple[int, ...] = ()  # bundles per client, where not `bundles` each
     client_pace: tuple[float, ...] = ()  # seconds between bundles per client, where not drawn from `pace`
     named: tuple[bool, ...] = ()  # per client: it names itself and numbers its bundles (not: a foreign one)
+    answer_loss: float = 0.0  # the share of the registry's answers lost after the request took effect
     latency: tuple[float, float] = (0.0005, 0.005)  # seconds a message between members takes
     registry_latency: tuple[float, float] = (0.001, 0.01)  # each way
     client_latency: tuple[float, float] = (0.0005, 0.003)  # each way
@@ -92,6 +93,7 @@ class Config:
                 detail = str(rng.choice((-3.0, -1.0, 0.5, 2.5)))
             config.faults.append((rng.uniform(1.2, 3.5), kind, rng.uniform(0.3, 3.5), detail, ""))
         config.named = tuple(rng.random() < 0.5 for _ in range(config.clients))  # drawn last: the rest stays
+        config.answer_loss = rng.choice((0.0, 0.0, 0.0, 0.1))
         return config
 
 
@@ -101,7 +103,7 @@ class Sim:
         self.config = config = config or Config.draw(seed)
         self.world = World(seed, trace)
         self.net = Net(self.world, config.latency)
-        self.registry = Registry(self.world, config.registry_latency)
+        self.registry = Registry(self.world, config.registry_latency, config.answer_loss)
         self.tx_sink = TransactionalSink()
         self.plain_sink = PlainSink()
         self.fsync = config.fsync
@@ -424,7 +426,14 @@ class Sim:
             if m.up and (dead or (m.live and m.follow_conn is None)):
                 why.append(f"{m.name} is following a notifier whose host vanished (its connection is dead)")
             elif not m.caught_up and covers(m.held(), required):
-                why.append(f"{m.name} holds what the lease requires but does not count itself caught up")
+                why.append(
+                    f"{m.name} holds what the lease requires but "
+                    + (
+                        "does not count itself caught up"
+                        if m.gate.complete
+                        else "cannot vouch for the outputs before its state (a join cut short)"
+                    )
+                )
         if not any(m.up and m.leading and m.role.holder.holds(now) for m in self.members.values()):
             self._violation(
                 f"no notifier at the end (the lease requires {required}): {'; '.join(why) or '?'}"

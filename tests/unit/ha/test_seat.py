@@ -128,3 +128,12 @@ def test_a_term_taken_up_again_keeps_its_standbys_as_ones_that_may_lack_what_com
     fresh.acknowledged(d, 7, ready=True)
     fresh.confirmed(True)
     assert fresh.decide(7, 0.0, 0.0, LogPosition(2, 7)) == Release()
+
+
+def test_a_tail_of_records_refused_after_they_were_appended_is_settled_once_it_stays_unreleased() -> None:
+    seat = notifying()
+    assert seat.tail_to_settle(released=5, appended=8, settling=False) is None  # first seen
+    assert seat.tail_to_settle(released=5, appended=8, settling=True) is None  # a client's settle may do it
+    assert seat.tail_to_settle(released=5, appended=8, settling=False) == 8  # a round later, still stuck
+    assert seat.tail_to_settle(released=8, appended=8, settling=False) is None
+    assert seat.tail_to_settle(released=8, appended=9, settling=False) is None, "a new record: wait a round"

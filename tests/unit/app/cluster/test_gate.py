@@ -7,8 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from adapters.output.base import Fence, Origin
+from app.cluster.fence import NotifierFence
 from app.cluster.gate import LockedGate
+from engine.errors import NotLeader
 from engine.events import Event
 from engine.runtime import state as state_codec
 from tests.support.journals import Run, Wall
@@ -79,3 +83,27 @@ def test_the_plans_snapshot_keeps_what_its_gate_holds_as_of_the_position_it_cove
     again = gate([])
     assert again.restore(kept) == 2
     assert [where.position for _, _, where in again.carried()[0]] == [position]
+
+
+def test_a_fence_that_refused_once_refuses_every_later_write_and_a_redelivery_goes_under_a_new_one() -> None:
+    """The sink's marks are high-water marks per log: an output written after a refused one
+    would make the sink skip the refused one when it is delivered again."""
+    holds = [True]
+    fence = NotifierFence("p", 1, lambda: holds[0])
+    fence(None)
+    holds[0] = False  # the lease lapsed on this node's clock
+    with pytest.raises(NotLeader):
+        fence(None)
+    holds[0] = True  # renewed: it holds the same lease again
+    with pytest.raises(NotLeader):
+        fence(None)
+
+    sent: list[Sent] = []
+    g = gate(sent)
+    g.open(fence, 0)
+    for position in (1, 2):
+        g.hold(*outputs(position))
+    g.release(2)
+    again = NotifierFence("p", 1, lambda: holds[0])
+    assert g.redeliver(again) == 4
+    assert [(where.position, f) for _, _, where, f in sent[2:]] == [(1, again), (2, again)]
