@@ -73,6 +73,34 @@ OPEN: tuple[Path, ...] = (
         3015,
         Config.draw(3015),
     ),
+    # Met by a run of 200,000 schedules at 21a1d0b, about once in 11,000 each, not yet understood
+    # (issue 24). Their patterns are wider than the paths fixed with the same symptom: those
+    # fixed paths' own schedules still pass and still fail with their fixes undone.
+    Path(
+        "rarely, an acknowledged output never reaches the transactional sink though no buffer "
+        "dropped it (seen in active-active and full-active-active)",
+        r"never reached the sink \(0 outputs refused by full adapter buffers, 0 dropped by full gates",
+        149684,
+        Config.draw(149684),
+    ),
+    Path(
+        "rarely, a full-active-active standby's acknowledged copy is missing from a member that could take over",
+        r"could take over without acknowledged bundles \[[\d, ]+\] \(acknowledged as a standby's direct copy\)",
+        24802,
+        Config.draw(24802),
+    ),
+    Path(
+        "rarely, a bundle of a client that names itself, refused after it was processed, is processed again",
+        r"\(processed again after a refusal, though its client names itself\)",
+        73768,
+        Config.draw(73768),
+    ),
+    Path(
+        "rarely, no member notifies at the end and none is found stuck, or one follows a notifier whose host vanished",
+        r"no notifier at the end \(the lease requires [^)]*\)\): (\?|.*following a notifier whose host vanished)",
+        159886,
+        Config.draw(159886),
+    ),
 )
 
 FIXED: tuple[Path, ...] = (
