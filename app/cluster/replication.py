@@ -335,6 +335,7 @@ class Follower:
         self._ended = ended
         self._stop = threading.Event()
         self._connection: Connection | None = None
+        self._connecting = False  # opening a connection to the notifier (stop does not wait for it)
         self.live = False  # receiving the notifier's records as it appends them
         self.ended_live = False  # the last subscription ended while live (the notifier died)
         self.ended_at = 0.0  # when a subscription last ended (monotonic seconds)
@@ -346,12 +347,15 @@ class Follower:
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop following; returns once the thread applies nothing more. A thread still opening
+        a connection (a paused notifier accepts it and never answers the handshake) is not
+        waited for: it sees the stop as soon as the connection opens, before it subscribes."""
         self._stop.set()
         connection = self._connection
         if connection is not None:
             connection.close()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
-            self._thread.join(5)
+            self._thread.join(0.1 if self._connecting else 5)
 
     def resync(self) -> None:
         """Take the notifier's state anew (this member's plan was redeployed): end the subscription
@@ -406,7 +410,11 @@ class Follower:
 
     def _follow(self, address: str) -> None:
         journal = self.journal
-        connection = self._connection = self._connect(address)
+        self._connecting = True
+        try:
+            connection = self._connection = self._connect(address)
+        finally:
+            self._connecting = False
         if self._stop.is_set():
             return
         resyncs = self._resyncs  # a state asked for before a later `resync` does not end that one
