@@ -41,7 +41,6 @@ class Registry:
         self.table = LeaseTable()
         self.latency = latency
         self.answer_loss = answer_loss
-        self.lost = 0
         self.down_until = 0.0
         self.skew = 0.0  # seconds the database's clock is ahead of true time
         self.requests = 0
@@ -82,7 +81,6 @@ class Registry:
             lease = table.current(plan, now)
         lo, hi = self.latency
         if self.answer_loss and self.world.rng.random() < self.answer_loss:
-            self.lost += 1
             lease = FAILED  # it took effect; the answer did not come back
         self.world.after(self.world.rng.uniform(lo, hi), answer, lease)
 

@@ -207,7 +207,7 @@ def test_a_live_standby_keeps_a_quiet_notifier_and_leaves_a_silent_one(
     RST says nothing, and its live standby must end the subscription (and stay eligible), not
     wait on the dead connection for as long as TCP would."""
     monkeypatch.setattr(replication, "KEEPALIVE_SECONDS", 0.05)
-    monkeypatch.setattr(replication, "FOLLOW_SILENCE_SECONDS", 0.4)
+    monkeypatch.setattr(replication, "FOLLOW_SILENCE_SECONDS", 1.0)
     notifier, sequencer = notifying(tmp_path)
     silent, released = threading.Event(), threading.Event()
     connections: list[Connection] = []
@@ -234,7 +234,7 @@ def test_a_live_standby_keeps_a_quiet_notifier_and_leaves_a_silent_one(
     try:
         follower.start()
         wait(lambda: follower.live, "the standby to join")
-        time.sleep(1.0)  # two and a half silences with nothing to send
+        time.sleep(2.5)  # two and a half silences with nothing to send (keepalives every 0.05 s)
         assert follower.live and ended == [] and len(connections) == 1, "a quiet notifier was left"
         silent.set()
         connections[0].close()  # the standby subscribes again, to the silent one
