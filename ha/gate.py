@@ -75,16 +75,20 @@ class OutputGate(Generic[OriginT, FenceT]):
         return self._deliver(through)
 
     def open(self, fence: FenceT, through: int) -> int:
-        """This node notifies now, writing under `fence`: deliver everything held (the outputs of
-        every position up to `through`, the newest record it has), and again what it released
-        in an earlier term without knowing it written (its fence may have refused it); how many
-        events."""
+        """This node notifies now, writing under `fence`: deliver again what it released in an
+        earlier term without knowing it written (its fence may have refused it), and what it
+        holds of positions up to `through`; how many events. A takeover passes 0: what it
+        holds waits, as any output, until its record settles (`ha.seat.PlanSeat.takeover_delivery`)."""
         self.fence = fence
-        self._held.extendleft(reversed(self._sent))
-        self._sent.clear()
-        # only up to `through`: outputs of records sequenced after it (a full-active-active
-        # standby's copies it sequences as it takes over) wait, as any, until their record settles
-        return self._deliver(through)
+        resent, self._sent = self._sent, deque()
+        self.released = self.delivered  # what a standby's state replaced was never released here
+        n = 0
+        for item in resent:
+            self._sent.append(item)
+            n += len(item[2])
+            self._emit(item[1], item[2], item[3], fence)
+            self.released = max(self.released, item[0])
+        return n + self._deliver(through)
 
     def redeliver(self, fence: FenceT | None = None) -> int:
         """Deliver again what was released and is not known written (notifier only): a fence

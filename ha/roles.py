@@ -74,6 +74,9 @@ class Situation:
     followed: bool  # its subscription to the notifier is (or was, when it ended) live
     caught_up: bool  # it holds every record the notifier acknowledged, and the outputs to deliver
     in_sync: Collection[str]  # as notifier: the standbys that could take over now
+    # its gate holds every output not known written: without that it never asks for the lease,
+    # not even one it held or one never granted (a standby joining from a snapshot, mid-join)
+    vouches: bool = True
 
 
 @dataclass(frozen=True)
@@ -168,7 +171,7 @@ class PlanRole:
             if others and pinned.get(self.plan) not in others:
                 pinned[self.plan] = ranking(self.plan, others)[0]
         known = self.lease
-        caught_up = s.caught_up or known is None or known.holder == self.node
+        caught_up = s.vouches and (s.caught_up or known is None or known.holder == self.node)
         preferred = notifier(self.plan, sorted({*candidates, self.node}), pinned)
         decision = self.tick(s.now, candidates, caught_up, pinned, others_caught_up=preferred in s.in_sync)
         take_over = None
@@ -179,6 +182,10 @@ class PlanRole:
             if died is not None and died >= self._lease_since:
                 take_over = (known.holder, known.epoch)
         return Round(decision, preferred, take_over)
+
+    def declined(self, now: float) -> None:
+        """Granted the lease, this node gives it back at once (`ha.seat.PlanSeat.takes_over`)."""
+        self.holder.step_down(now)
 
     def transition(self, now: float, decision: Decision, epoch: int) -> Transition:
         """After the round's lease request: what this node, notifying under `epoch` (0: not),

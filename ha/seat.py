@@ -120,6 +120,19 @@ class PlanSeat:
     def holds(self, now: float) -> bool:
         return self.role.holder.holds(now)
 
+    def takes_over(self, complete: bool, now: float) -> bool:
+        """Granted the lease as a standby (`Transition.TAKE_OVER`): whether to notify. Not when
+        its gate can no longer vouch for every output not known written (`complete`): a state
+        the follower installed while the lease was being asked for replaced the outputs it held,
+        and those the notifier carries after a state have not all arrived. Delivering from such
+        a gate would skip outputs of acknowledged records for good (the old notifier, joining
+        back from this member's state, forgets them too). It gives the lease back at once, so
+        a member that holds them may take it, and asks again once its gate is whole."""
+        if complete:
+            return True
+        self.role.declined(now)
+        return False
+
     def took_over(self, fenced: int) -> int:
         """This member notifies from now on, its adapters having met `fenced` refusals; the epoch."""
         epoch = self.role.holder.epoch
@@ -179,6 +192,21 @@ class PlanSeat:
         return True
 
     # ---- outputs written ------------------------------------------------------------------------
+
+    def takeover_delivery(self, after: int, delivered: int, taken_through: int) -> tuple[int, int]:
+        """What a new notifier delivers as it takes over, its log at `after`, outputs known
+        written through `delivered`, full-active-active copies it sequenced (or found sent)
+        waiting through `taken_through` (0: none): `(through, tail)`, the position through which
+        it delivers what its gate holds at once (`OutputGate.open`), and the one it then settles
+        with no client waiting (0: none).
+
+        It delivers none of what it holds at once: the old notifier may never have acknowledged
+        those records, so the lease need not require them, and a member lacking them could be
+        granted it next; if that member then processed the client's resend under its own log,
+        the sink would get the outputs twice, under other origins. Settling the tail first makes
+        the lease require the whole log (a term's first settle confirms), then releases every
+        output up to it (and answers the clients of the copies waiting)."""
+        return 0, max(after if after > delivered else 0, taken_through)
 
     def tail_to_settle(self, released: int, appended: int, settling: bool) -> int | None:
         """The position a notifier settles on its own (None: none now), asked once a watermark

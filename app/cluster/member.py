@@ -305,6 +305,7 @@ class Cluster:
             caught_up=follower is None
             or seat.caught_up(follower.live or follower.ended_live, plan.gate.complete, plan.journal.held()),
             in_sync=plan.sequencer.in_sync() if plan.sequencer is not None else [],
+            vouches=follower is None or plan.gate.complete,
         )
         with plan.seat_lock:
             turn = seat.round(situation)
@@ -389,6 +390,19 @@ class Cluster:
         if plan.follower is not None:
             plan.follower.stop()
             plan.follower = None
+        with plan.seat_lock:
+            takes = plan.seat.takes_over(plan.gate.complete, time.monotonic())
+        if not takes:
+            self._release_lease(plan)
+            log.warning(
+                "plan %s: granted the notifier lease (epoch %d) while joining from the notifier's "
+                "snapshot, before all the outputs it carries had arrived: gave it back, joining again",
+                plan.name, epoch,
+            )  # fmt: skip
+            if not self._stop.is_set():
+                plan.follower = self._follower(plan)
+                plan.follower.start()
+            return
         fence = self._fence(plan, epoch)
         with plan.seat_lock:
             rule = plan.seat.acknowledgements(epoch)
@@ -403,11 +417,15 @@ class Cluster:
         fenced = self._fenced(plan.name)  # refusals from here on withhold the watermark
         with plan.seat_lock:
             plan.seat.took_over(fenced)
-        delivered = plan.gate.open(fence, after)
-        if plan.journal.taken_through:  # copies waiting here: settle them, to answer their clients
+        with plan.seat_lock:
+            through, tail = plan.seat.takeover_delivery(
+                after, plan.gate.delivered, plan.journal.taken_through
+            )
+        delivered = plan.gate.open(fence, through)
+        if tail:  # the lease requires the log, then its outputs go (and copies' clients are answered)
             threading.Thread(
                 target=self._settle_taken,
-                args=(plan, plan.sequencer, plan.journal.taken_through),
+                args=(plan, plan.sequencer, tail),
                 name=f"settle-taken-{plan.name}",
                 daemon=True,
             ).start()
@@ -426,16 +444,21 @@ class Cluster:
 
     @staticmethod
     def _settle_taken(plan: _Plan, sequencer: Sequencer, position: int) -> None:
-        """Settle the log through `position` with no client waiting: for the full-active-active
-        copies waiting as this member took over (those it sequenced, and those whose record the
-        old notifier sent without settling it: once the standbys hold it all, their clients are
-        acknowledged), or for a tail of records refused after they were appended."""
+        """Settle the log through `position` with no client waiting: as this member takes over,
+        for the records it inherited (their outputs go once the lease requires them:
+        `PlanSeat.takeover_delivery`) and the full-active-active copies waiting (those it sequenced,
+        and those whose record the old notifier sent without settling it: once the standbys hold
+        it all, their clients are acknowledged); or for a tail of records refused after they were
+        appended."""
         try:
             plan.journal.durable(position)
             sequencer.settle(position)  # the rule, for records of the old term as well
             plan.journal.settled(position)
         except CEPError as exc:
-            log.info("plan %s: the copies waiting at the takeover were not settled: %s", plan.name, exc)
+            log.info(
+                "plan %s: the log through position %d was not settled (its outputs wait for the next "
+                "settle): %s", plan.name, position, exc,
+            )  # fmt: skip
 
     def _step_down(self, plan: _Plan, *, drain: bool = False) -> None:
         """Stop notifying. `drain` (a hand-over while the lease still holds): first let the

@@ -297,6 +297,7 @@ class Member:
             followed=self.live or self.ended_live,
             caught_up=self.leading or self.caught_up,
             in_sync=self.rule.in_sync() if self.rule is not None else [],
+            vouches=self.leading or self.gate.complete,
         )
         turn = self.seat.round(situation)
         if turn is None:
@@ -373,6 +374,10 @@ class Member:
         epoch = self.role.holder.epoch
         assert epoch is not None
         self._stop_following()
+        if not self.seat.takes_over(self.gate.complete, self.world.now):
+            self.world.trace(f"{self.name} gives back the lease of epoch {epoch}: its gate is not whole")
+            self.sim.registry.ask("release", lambda _: None, PLAN, self.name)
+            return
         self.rule = self.seat.acknowledgements(epoch)
         self.disk.term = epoch
         self.leading = True
@@ -385,11 +390,12 @@ class Member:
         self.resends.took_over(self.now_ms())  # after the copies: a client's resend of one is known
         taken_through = self.disk.position if self.copies is not None and self.copies.waiting else 0
         self.seat.took_over(self.refused)
-        self.gate.open(Fence(self, epoch), after)
+        through, tail = self.seat.takeover_delivery(after, self.gate.delivered, taken_through)
+        self.gate.open(Fence(self, epoch), through)
         self.sim.note_notifier(self, epoch)
         self.world.trace(f"{self.name} notifier at epoch {epoch} from position {after}")
-        if taken_through and taken_through == after:  # as the node: settle for the copies waiting
-            self.settles.append(_Settle(after, self.world.now, None, self.rule, None, appended=False))
+        if tail:
+            self.settles.append(_Settle(tail, self.world.now, None, self.rule, None, appended=False))
             self._settle_all()
 
     def _step_down(self) -> None:
@@ -714,6 +720,7 @@ class Member:
             if conn is not None:
                 self.follow_conn = conn
                 self.heard_at = self.world.now
+                self.joining = None  # as the node's follower: a state's carried outputs are per subscription
                 self.world.after(KEEPALIVE, self._guard, self._silence_check, conn)
                 disk = self.disk
                 self.net.send(

@@ -33,6 +33,9 @@ Key = tuple[str, int, int]  # an output's origin: log id, position, index
 Content = tuple[int, int]  # what an output says: the bundle it came of, and which of its events
 
 
+CLOCK_BASE = 1_800_000_000.0  # seconds: the database clock when the world starts
+
+
 class Registry:
     def __init__(
         self, world: World, latency: tuple[float, float] = (0.001, 0.01), answer_loss: float = 0.0
@@ -46,7 +49,9 @@ class Registry:
         self.requests = 0
 
     def now_ms(self) -> int:
-        return int((self.world.now + self.skew) * 1000)
+        """The database's clock: milliseconds since 1970, as a real one (a clock stepped back a
+        few seconds stays far past `RELEASED`, the beginning of time)."""
+        return int((CLOCK_BASE + self.world.now + self.skew) * 1000)
 
     def ask(self, what: str, answer: Callable[[Lease | None], None], *args: Any) -> None:
         """Send a request; `answer(lease)` later (`FAILED`: no answer; None: no lease)."""

@@ -400,7 +400,12 @@ class Sim:
         end = world.now + SETTLE
         while world.now < max_time and not self.violations:
             world.run(world.now + 0.25)
-            if world.now >= end and self.clients_done == self.config.clients and self._drained():
+            if (
+                world.now >= end
+                and self.clients_done == self.config.clients
+                and self._drained()
+                and self._notifying()
+            ):
                 break
         self._final()
         return self.violations
@@ -411,13 +416,18 @@ class Sim:
         lease requires): the end is then an operator's call (`cepheus cluster accept-loss`)."""
         return not (self.destroyed or self.requirement_destroyed)
 
+    def _notifying(self) -> bool:
+        """Whether a member notifies now (a renewal's lost answer lapses a lease on its holder's
+        clock for a moment: the end is judged when it holds again, or at the time limit)."""
+        now = self.world.now
+        return any(m.up and m.leading and m.role.holder.holds(now) for m in self.members.values())
+
     def _drained(self) -> bool:
         return all(m.tx.flushed and m.plain.flushed for m in self.members.values())
 
     def _final(self) -> None:
         if self.violations or self.destroyed or self.requirement_destroyed:
             return
-        now = self.world.now
         lease = self.registry.table.current(PLAN, self.registry.now_ms())
         required = lease.required if lease is not None else None
         why = []
@@ -434,7 +444,7 @@ class Sim:
                         else "cannot vouch for the outputs before its state (a join cut short)"
                     )
                 )
-        if not any(m.up and m.leading and m.role.holder.holds(now) for m in self.members.values()):
+        if not self._notifying():
             self._violation(
                 f"no notifier at the end (the lease requires {required}): {'; '.join(why) or '?'}"
             )
@@ -463,15 +473,15 @@ class Sim:
                     )
                     return
                 if tx[(bundle_id, i)] > 1:
-                    why = (
+                    cause = (
                         "processed again after a refusal"
                         if bundle_id in self.refused
                         else "a resend taken again"
                     )
                     if self.bundles[bundle_id].sender is not None:
-                        why += ", though its client names itself"
+                        cause += ", though its client names itself"
                     self._violation(
-                        f"output ({bundle_id}, {i}) is {tx[(bundle_id, i)]} times in the sink ({why})"
+                        f"output ({bundle_id}, {i}) is {tx[(bundle_id, i)]} times in the sink ({cause})"
                     )
                     return
                 if plain[(bundle_id, i)] < 1:

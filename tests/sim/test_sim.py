@@ -23,9 +23,10 @@ from ha.roles import PlanRole
 from ha.seat import PlanSeat
 from tests.sim.known import FIXED, OPEN, Path, classify
 from tests.sim.member import Disk, Fence, Member
-from tests.sim.outside import Adapter, Write
+from tests.sim.outside import Adapter, Registry, Write
 from tests.sim.run import report, run_many
 from tests.sim.scenario import Config, Sim
+from tests.sim.world import Net, World
 
 SCHEDULES = int(os.environ.get("CEPHEUS_SIM_SCHEDULES", "20000"))
 
@@ -173,7 +174,28 @@ def _fences_pass_again(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(OutputGate, "redeliver", lambda self, fence=None: redeliver(self))
 
 
+def _a_grant_mid_join_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before its fix: a standby granted the lease notifies, whatever its gate holds by then."""
+    monkeypatch.setattr(PlanSeat, "takes_over", lambda self, complete, now: True)
+
+
+def _inherited_outputs_go_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before its fix: a new notifier delivers every output it holds as it takes over, and
+    settles only for full-active-active copies waiting."""
+
+    def at_once(self: PlanSeat, after: int, delivered: int, taken_through: int) -> tuple[int, int]:
+        return after, taken_through if taken_through == after else 0
+
+    monkeypatch.setattr(PlanSeat, "takeover_delivery", at_once)
+
+
 UNDO: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
+    "a standby granted the lease while it joins from the notifier's state, before the outputs "
+    "the notifier carries after it have arrived, notifies without them": _a_grant_mid_join_is_taken,
+    "a new notifier delivers the outputs of records it inherited before the lease requires them: "
+    "a member lacking them is granted the lease next and processes the client's resend again": (
+        _inherited_outputs_go_at_once
+    ),
     "a notifier's fence that refused a write while its lease lapsed lets later outputs pass once "
     "it holds again: the sink's marks then skip the refused ones when they are delivered again": _fences_pass_again,
     "outputs of records refused after they were appended hold the gate until a later record "
@@ -218,6 +240,34 @@ def test_the_resend_path_is_the_resend_memory_and_nothing_else() -> None:
     """The same schedule with a resend memory that outlasts the pause meets no violation."""
     path = next(p for p in OPEN if "resend" in p.name)
     assert Sim(path.seed, dataclasses.replace(path.config, resend_keep=100_000)).run() == []
+
+
+def test_a_stream_keeps_its_order_across_a_partition() -> None:
+    """TCP retransmits what a partition holds, and what was sent after it waits behind it."""
+    world = World(5)
+    net = Net(world)
+    conn = net.connect("m0", "m1", "replicate")
+    got: list[object] = []
+    conn.handlers["m1"] = lambda c, message: got.append(message)
+    net.blocked.add(("m0", "m1"))
+    for i in range(200):
+        world.at(i * 0.0037, net.send, conn, "m0", i)
+    world.at(1.0, net.blocked.discard, ("m0", "m1"))
+    world.run(2.0)
+    assert got == list(range(200))
+
+
+def test_the_stores_clock_stepped_back_keeps_a_released_lease_released() -> None:
+    """The store's clock counts from 1970, as a database's: seconds stepped back never reach
+    `RELEASED`, the expiry of a released lease (before this, a restarted member's released
+    lease came back to life, and it notified on an empty log)."""
+    world = World(5)
+    registry = Registry(world)
+    registry.table.acquire("p", "m0", 2000, registry.now_ms())
+    registry.skew -= 6.0
+    registry.table.release("p", "m0", registry.now_ms())
+    lease = registry.table.current("p", registry.now_ms())
+    assert lease is not None and lease.ttl_ms == 0
 
 
 def test_a_seed_replays_exactly() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import random
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,6 +64,8 @@ class Conn:
     purpose: str
     open: bool = True
     last: dict[str, float] = field(default_factory=dict)  # per direction: when its last message lands
+    # per direction: what is in flight, in order (when it may land, the message, when it was sent)
+    flight: dict[str, deque[tuple[float, object, float]]] = field(default_factory=dict)
     handlers: dict[str, Any] = field(default_factory=dict)  # per end: who receives there
 
     def other(self, end: str) -> str:
@@ -88,23 +91,32 @@ class Net:
         """Deliver `message` to the other end, in order after what was sent before."""
         if not conn.open:
             return
-        receiver = conn.other(sender)
         world = self.world
         lo, hi = self.latency
         lands = max(conn.last.get(sender, 0.0), world.now + world.rng.uniform(lo, hi))
         conn.last[sender] = lands
-        world.at(lands, self._land, conn, sender, receiver, message, world.now)
+        flight = conn.flight.setdefault(sender, deque())
+        flight.append((lands, message, world.now))
+        if len(flight) == 1:
+            world.at(lands, self._land, conn, sender)
 
-    def _land(self, conn: Conn, sender: str, receiver: str, message: object, sent: float) -> None:
+    def _land(self, conn: Conn, sender: str) -> None:
+        """The first message in flight from `sender` arrives, unless a partition holds it (TCP
+        retransmits it, and everything behind it waits: a stream never reorders)."""
         if not conn.open:
             return
+        flight = conn.flight[sender]
+        _, message, sent = flight[0]
+        receiver = conn.other(sender)
         if (sender, receiver) in self.blocked:
             if self.world.now - sent >= RESET_AFTER:
                 self.reset(conn)
                 return
-            conn.last[sender] = self.world.now + 0.05
-            self.world.after(0.05, self._land, conn, sender, receiver, message, sent)  # TCP retransmits
+            self.world.after(0.05, self._land, conn, sender)
             return
+        flight.popleft()
+        if flight:
+            self.world.at(flight[0][0], self._land, conn, sender)
         handler = conn.handlers.get(receiver)
         if handler is not None:
             handler(conn, message)

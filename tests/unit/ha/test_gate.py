@@ -130,3 +130,36 @@ def test_the_gate_has_room_below_half_its_bound() -> None:
     assert not gate.has_room  # the node stops taking input long before anything is dropped
     gate.trim(2)
     assert gate.has_room and gate.dropped == 0
+
+
+def test_a_takeover_resends_what_it_released_before_and_counts_as_released_nothing_a_state_replaced() -> None:
+    """A former notifier that joined back from another member's state had released position 1
+    in its own term; taking over again, it must not count that as released (the notifier's
+    trim would then drop the carried outputs of position 1 unwritten)."""
+    sink = Sink()
+    gate = OutputGate("p", sink)
+    gate.open(Epoch("e1"), through=0)
+    held(gate, 1)
+    gate.release(1)
+    gate.close()
+    gate.reset(1)  # it joins back from the new notifier's state
+    held(gate, 1)  # the carried output of position 1
+    held(gate, 2)
+    gate.carried_in(0)
+    sink.got.clear()
+    assert gate.open(Epoch("e3"), through=0) == 0 and gate.released == 0
+    assert gate.release(2) == 2
+    assert sink.got == [(1, Epoch("e3")), (2, Epoch("e3"))]
+
+
+def test_a_takeover_delivers_again_at_once_what_this_node_released_without_knowing_it_written() -> None:
+    sink = Sink()
+    gate = OutputGate("p", sink)
+    gate.open(Epoch("e1"), through=0)
+    for position in (1, 2, 3):
+        held(gate, position)
+    gate.release(2)
+    gate.close()
+    sink.got.clear()
+    assert gate.open(Epoch("e2"), through=0) == 2
+    assert sink.got == [(1, Epoch("e2")), (2, Epoch("e2"))] and gate.released == 2

@@ -160,3 +160,16 @@ def test_a_death_seen_before_the_lease_is_no_ground_to_take_that_lease_over_earl
     b.saw(granted("a", 3), 6.0)  # the same lease again: still first seen at 5.0
     turn = b.round(situation(6.5, ["b"], dead={"a": 6.2}))  # a's process died at 6.2
     assert turn is not None and turn.take_over == ("a", 3)
+
+
+def test_a_member_whose_gate_does_not_vouch_for_its_outputs_never_asks_for_the_lease() -> None:
+    """Not for a lease never granted, nor for one it held: a standby mid-join from a snapshot
+    lacks the outputs the notifier carries after it."""
+    fresh = PlanRole(PLAN, "a", T)
+    assert fresh.round(situation(0.1, ["a"], vouches=False)).action is Action.NOTHING  # type: ignore[union-attr]
+    assert fresh.round(situation(0.2, ["a"])).action is Action.ACQUIRE  # type: ignore[union-attr]
+    own = PlanRole(PLAN, "a", T)
+    own.answered(0.0, granted("a", 3))
+    own.declined(0.1)
+    assert not own.holder.holds(0.2)
+    assert own.round(situation(0.3, ["a"], vouches=False)).action is Action.NOTHING  # type: ignore[union-attr]

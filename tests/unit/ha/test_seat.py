@@ -137,3 +137,19 @@ def test_a_tail_of_records_refused_after_they_were_appended_is_settled_once_it_s
     assert seat.tail_to_settle(released=5, appended=8, settling=False) == 8  # a round later, still stuck
     assert seat.tail_to_settle(released=8, appended=8, settling=False) is None
     assert seat.tail_to_settle(released=8, appended=9, settling=False) is None, "a new record: wait a round"
+
+
+def test_a_standby_granted_the_lease_with_a_gate_that_does_not_vouch_gives_it_back() -> None:
+    seat = PlanSeat("p", "a", T)
+    assert seat.answered(0.0, lease("a", 2), 0.0, ASKED) is Transition.TAKE_OVER
+    assert seat.takes_over(complete=True, now=0.01)
+    assert seat.holds(0.02)
+    assert not seat.takes_over(complete=False, now=0.03)
+    assert not seat.holds(0.04) and seat.epoch == 0
+
+
+def test_a_new_notifier_delivers_what_it_inherited_only_after_settling_its_log() -> None:
+    seat = notifying()
+    assert seat.takeover_delivery(after=7, delivered=3, taken_through=0) == (0, 7)
+    assert seat.takeover_delivery(after=7, delivered=7, taken_through=0) == (0, 0)  # all written
+    assert seat.takeover_delivery(after=7, delivered=7, taken_through=9) == (0, 9)  # copies waiting
