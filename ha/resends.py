@@ -10,14 +10,21 @@ acknowledgement leaves the client no choice but to send the bundle again (to the
 receiver of `tcp://a|tcp://b`, or through a standby that relayed it). The new notifier already
 has that bundle, sequenced in the old notifier's term. So a journal remembers the digests of
 its last `keep` bundles; for `window_ms` after it takes over, a bundle identical to one of
-them (same stream, same event timestamps, same values: a client's resend) is acknowledged
-without being processed again, each remembered bundle once. Likewise a bundle a standby relays
+them (same stream, same event timestamps, same values: a client's resend) takes that record
+instead of being processed again, until a resend it took is answered: each remembered record
+answers one resend. Likewise a bundle a standby relays
 that is identical to one this notifier sequenced itself in the last `window_ms`: the client
 sent it here, lost the acknowledgement, and sent it again through the other member; and a
 bundle sent here that is identical to one a standby relayed in the last `window_ms`: the
 standby gave up waiting for this notifier's answer (its relay's deadline) and refused its
-client, which sent it again here, though this notifier took it late. Outside
-those cases, or for a bundle never sequenced before, nothing is filtered. Clients that stamp events (WSO2's do) make
+client, which sent it again here, though this notifier took it late. And, at any time, a
+bundle identical to one this member sequenced whose client was never told it was taken (its
+settling was refused: the lease could not be confirmed, say; or its answer is still on its
+way): the record is in this member's log, and a takeover or the notifier itself delivers its
+outputs, so the resend takes that record (`unanswered`), never a new one. A client that does
+not name itself sends one bundle at a time and only resends what it was not told was taken, so
+an identical bundle then is a resend. Outside those cases, or for a bundle never sequenced
+before, nothing is filtered. Clients that stamp events (WSO2's do) make
 two distinct bundles identical only if they repeat the same values at the same millisecond.
 
 Pure logic: time comes in as arguments.
@@ -45,26 +52,46 @@ def digest(stream: str, timestamps: Sequence[int], rows: Sequence[tuple[Any, ...
 
 
 class Resends:
+    """A redundant plan's memory of the bundles in its log that a client may send again, by
+    content digest and position. `resent` and `unanswered` give the position of the record a
+    resend takes: the caller settles that record and acknowledges the resend with it. A record
+    stops counting once its client is told it was taken (`answered`), not when a resend is
+    first seen, so a resend whose own settling is refused is still taken by the record when it
+    comes yet again."""
+
     def __init__(self, keep: int = 4096, window_ms: int = 10_000) -> None:
-        self._recent: deque[int] = deque(maxlen=keep)
+        self._recent: deque[tuple[int, int]] = deque(maxlen=keep)  # (bundle, position) in the log
         self._window_ms = window_ms
-        self._before: Counter[int] = Counter()
-        self._until = 0
         self._keep = keep
+        self._until = 0
         self._sequenced: deque[tuple[int, int, bool]] = deque()  # (at ms, bundle, relayed) sequenced lately
         self._sequenced_count: Counter[int] = Counter()
         self._relayed_count: Counter[int] = Counter()  # those of them a standby relayed
+        # records whose client may not have been told they were taken, position → bundle, oldest
+        # first: those this member sequenced (at most `keep`), and those it held when it took
+        # over (until the window ends); and bundle → their positions
+        self._unanswered: dict[int, list[int]] = {}
+        self._before: dict[int, list[int]] = {}
+        self._at: dict[int, list[int]] = {}
+        self._before_at: dict[int, list[int]] = {}
 
-    def seen(self, bundle: int, at_ms: int | None = None, relayed: bool = False) -> None:
-        """A bundle was sequenced: by this node at `at_ms` (its plan clock; `relayed`: a standby
-        relayed it), or by the notifier (None: a record it applied)."""
-        self._recent.append(bundle)
-        if at_ms is not None:
-            self._sequenced.append((at_ms, bundle, relayed))
-            self._sequenced_count[bundle] += 1
-            if relayed:
-                self._relayed_count[bundle] += 1
-            self._expire(at_ms)
+    def seen(self, bundle: int, at_ms: int | None = None, relayed: bool = False, position: int = 0) -> None:
+        """A bundle is in the log at `position`: sequenced by this node at `at_ms` (its plan
+        clock; `relayed`: a standby relayed it), or applied or replayed (None)."""
+        self._recent.append((bundle, position))
+        if at_ms is None:
+            return
+        if position:
+            _remember(self._unanswered, self._at, position, bundle)
+            while len(self._unanswered) > self._keep:
+                oldest = next(iter(self._unanswered))
+                for gone in list(self._unanswered[oldest]):
+                    _forget(self._unanswered, self._at, oldest, gone)
+        self._sequenced.append((at_ms, bundle, relayed))
+        self._sequenced_count[bundle] += 1
+        if relayed:
+            self._relayed_count[bundle] += 1
+        self._expire(at_ms)
 
     def relayed_again(self, bundle: int, now_ms: int) -> bool:
         """Whether a bundle a member relays here at `now_ms` is one this node sequenced within the
@@ -80,6 +107,29 @@ class Resends:
         self._expire(now_ms)
         return self._relayed_count[bundle] > 0
 
+    def unanswered(self, bundle: int) -> int | None:
+        """The position of a record of `bundle` this member sequenced whose client was never told
+        it was taken (None: none): a resend of it takes that record."""
+        positions = self._at.get(bundle)
+        return positions[0] if positions else None
+
+    def resent(self, bundle: int, now_ms: int) -> int | None:
+        """The position of a record of `bundle` this node held when it took over, within the
+        window after it and not yet answered here (None: none): a resend of it takes that record."""
+        if now_ms >= self._until:
+            if self._before:
+                self._before.clear()
+                self._before_at.clear()
+            return None
+        positions = self._before_at.get(bundle)
+        return positions[0] if positions else None
+
+    def answered(self, position: int, bundle: int) -> None:
+        """The client of `bundle`, taken by the record at `position` (its own, or one a resend
+        took), was told it was taken."""
+        _forget(self._unanswered, self._at, position, bundle)
+        _forget(self._before, self._before_at, position, bundle)
+
     def _expire(self, now_ms: int) -> None:
         while self._sequenced and (
             self._sequenced[0][0] < now_ms - self._window_ms or len(self._sequenced) > self._keep
@@ -94,28 +144,57 @@ class Resends:
                     del self._relayed_count[gone]
 
     def recent(self) -> list[int]:
+        """The digests of the last `keep` records, oldest first (a joining standby's `recent`)."""
+        return [bundle for bundle, _ in self._recent]
+
+    def recent_at(self) -> list[tuple[int, int]]:
+        """The last `keep` records as (digest, position), oldest first (a snapshot keeps them)."""
         return list(self._recent)
 
-    def replace(self, recent: Sequence[int]) -> None:
-        """This member joined the notifier's log: its recent bundles are the notifier's, and what it
-        sequenced itself before is no longer in its log (a client's resend of one must be processed)."""
+    def replace(self, recent: Sequence[int] | Sequence[tuple[int, int]], position: int = 0) -> None:
+        """This member's log is another now (it joined the notifier's from a state covering
+        `position`, or restored a snapshot): `recent`, digests at or before `position`, or
+        (digest, position) pairs. What it sequenced itself before is no longer in its log (a
+        client's resend of one must be processed)."""
         self._recent.clear()
-        self._recent.extend(recent)
+        for item in recent:
+            self._recent.append(item if isinstance(item, tuple) else (item, position))
+        for memory in (self._unanswered, self._before, self._at, self._before_at):
+            memory.clear()
         self._sequenced.clear()
         self._sequenced_count.clear()
         self._relayed_count.clear()
 
     def took_over(self, now_ms: int) -> None:
-        """This node sequences from now on: what it has seen may come again for a while."""
-        self._before = Counter(self._recent)
+        """This node sequences from now on: what its log holds may come again for a while."""
+        self._before.clear()
+        self._before_at.clear()
+        for bundle, position in self._recent:
+            if position:  # (0: where is not known)
+                _remember(self._before, self._before_at, position, bundle)
         self._until = now_ms + self._window_ms
 
-    def resent(self, bundle: int, now_ms: int) -> bool:
-        """Whether `bundle`, arriving at `now_ms`, is a resend of one sequenced before the takeover."""
-        if now_ms >= self._until or self._before[bundle] <= 0:
-            return False
-        self._before[bundle] -= 1
-        return True
+
+def _remember(
+    by_position: dict[int, list[int]], by_bundle: dict[int, list[int]], position: int, bundle: int
+) -> None:
+    by_position.setdefault(position, []).append(bundle)
+    by_bundle.setdefault(bundle, []).append(position)
+
+
+def _forget(
+    by_position: dict[int, list[int]], by_bundle: dict[int, list[int]], position: int, bundle: int
+) -> None:
+    bundles = by_position.get(position)
+    if not bundles or bundle not in bundles:
+        return
+    bundles.remove(bundle)
+    if not bundles:
+        del by_position[position]
+    positions = by_bundle[bundle]
+    positions.remove(position)
+    if not positions:
+        del by_bundle[bundle]
 
 
 class DirectCopies:

@@ -170,6 +170,8 @@ class Relays:
                 relayed.refused(relay_id, answer, f"the notifier failed on it: {exc}")
                 raise
             relayed.taken(answer)
+            # the relaying member tells its client
+            journal.answered(position, record.stream, record.rows, record.timestamps, record.senders)
             connection.send(Ok())
 
 

@@ -328,7 +328,7 @@ class Ingress:
         if received is not None:
             self._admit(self._admission(received, bindings), received, len(rows))
             self.tracer.record(received, rows, timestamps)
-        logged: list[tuple[PlanJournal, int]] = []
+        logged: list[tuple[PlanJournal, int, str]] = []  # where each plan's journal took it, on which stream
         refused: InputLogError | NotLeading | None = None
         failed = 0
         timed: list[tuple[str, float]] = []
@@ -352,13 +352,15 @@ class Ingress:
                     log.error("plan %s refused %s: %s", binding.plan, counted(len(rows), "event"), exc)
                 if received is not None:
                     timed.append((binding.plan, perf_counter() - started))
-            for journal, position in logged:
+            for journal, position, _ in logged:
                 journal.durable(position)
         finally:
             if received is not None or failed:
                 self._tally(received, len(rows), failed, timed, routed=True)
         if refused is not None:
             raise refused
+        for journal, position, stream in logged:  # its client is told it was taken
+            journal.answered(position, stream, rows, timestamps, senders)
 
     def _send_one(
         self,
@@ -366,7 +368,7 @@ class Ingress:
         rows: list[Row],
         timestamps: list[int] | int,
         columns: tuple[Column, ...] | None,
-        logged: list[tuple[PlanJournal, int]],
+        logged: list[tuple[PlanJournal, int, str]],
         senders: Runs = (),
     ) -> int:
         """Run `rows` through one plan; how many of them failed in it. `InputLogError` and
@@ -375,7 +377,7 @@ class Ingress:
         try:
             if journal is not None:
                 position = journal.send(binding.stream, rows, timestamps, columns, senders=senders)
-                logged.append((journal, position))
+                logged.append((journal, position, binding.stream))
             elif senders:
                 self._send_marked(binding, rows, timestamps, senders)
             else:
@@ -384,7 +386,7 @@ class Ingress:
             raise
         except BundleFailed as exc:  # logged, and failed as a replay will: durable all the same
             assert journal is not None
-            logged.append((journal, exc.position))
+            logged.append((journal, exc.position, binding.stream))
             log.error(
                 "plan %s failed on %s of %s: %s",
                 binding.plan,

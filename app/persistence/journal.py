@@ -248,6 +248,7 @@ class PlanJournal:
         `senders`: who sent its events; those this plan took before are left out (all of
         them: the bundle was taken before, and its position is the newest record's)."""
         at = max(self.clock.now, self._wall())
+        bundle: int | None = None  # its digest, for a client that does not name itself
         if senders:
             keep, senders = self.senders.fresh(senders, len(rows))
             if keep is not None:
@@ -258,9 +259,21 @@ class PlanJournal:
                 unstamped = self._log.encode(self.plan, Events(stream, ts, rows, 0, None, senders))
         elif self.resends is not None:
             bundle = digest(stream, ts, rows)
-            if self.resends.resent(bundle, at):
-                log.info("plan %s: a bundle sent again after a takeover was not processed twice", self.plan)
-                return self.position
+            taken = self.resends.unanswered(bundle)
+            if taken is not None:
+                log.info(
+                    "plan %s: a bundle sent again after it was refused was not processed twice", self.plan
+                )
+            else:
+                taken = self.resends.resent(bundle, at)
+                if taken is not None:
+                    log.info(
+                        "plan %s: a bundle sent again after a takeover was not processed twice", self.plan
+                    )
+            if taken is not None:  # its record settles under this term, and answers the resend
+                if self.replicas is not None:
+                    self._settlers[taken] = self.replicas
+                return taken
             if relayed and self.resends.relayed_again(bundle, at):
                 log.info(
                     "plan %s: a bundle sent again through another member was not processed twice", self.plan
@@ -272,11 +285,12 @@ class PlanJournal:
                     self.plan,
                 )
                 return self.position
-            self.resends.seen(bundle, at, relayed)
         payload = stamped(unstamped, at)
         position = self._log.append(self.plan, payload, wait=False)
         self.clock.now = at
         self.position = position
+        if bundle is not None and self.resends is not None:
+            self.resends.seen(bundle, at, relayed, position)
         if senders:
             self.senders.advance(senders)
         if self.replicas is not None:
@@ -346,6 +360,25 @@ class PlanJournal:
             if self.copies is not None:  # copies this member took over settle with it
                 self.settled(position)
 
+    def answered(
+        self,
+        position: int,
+        stream: str,
+        rows: list[tuple[Any, ...]],
+        timestamps: Sequence[int] | int,
+        senders: Runs = (),
+    ) -> None:
+        """The client of a bundle `send` took at `position` was told it was taken (after
+        `durable`): a bundle identical to it is no longer its resend (`ha.resends.Resends`).
+        Nothing to do for a bundle whose sender names itself."""
+        if self.resends is None or senders or not position:
+            return
+        ts = [timestamps] * len(rows) if isinstance(timestamps, int) else list(timestamps)
+        bundle = digest(stream, ts, rows)
+        with self.lock:
+            if self.resends is not None:
+                self.resends.answered(position, bundle)
+
     # ---- replication -----------------------------------------------------------------------
 
     def on_disk(self) -> None:
@@ -371,7 +404,7 @@ class PlanJournal:
                     self.senders.advance(record.senders)
                     bundle = digest(record.stream, record.timestamps, record.rows)
                     if self.resends is not None:
-                        self.resends.seen(bundle)
+                        self.resends.seen(bundle, position=position)
                     if self.copies is not None:
                         self.copies.sequenced(bundle, position)
                     self._process(lambda r: r.send(record.stream, record.rows, record.timestamps))
@@ -394,7 +427,7 @@ class PlanJournal:
         with self.lock:
             self.senders.restore(senders)
             if self.resends is not None:
-                self.resends.replace(recent)
+                self.resends.replace(recent, position)
             if self.copies is not None:
                 self.copies.renumbered()
                 for bundle in recent:  # in the state's log, at or before its position
@@ -477,20 +510,31 @@ class PlanJournal:
             return capture, self.log_id, self.position
 
     def captured(self) -> Any:
-        """(Under the lock.) The plan's state, its sender marks in the annex."""
+        """(Under the lock.) The plan's state, its sender marks (and a redundant plan's recent
+        digests) in the annex."""
         capture = self._runtime().capture()
         capture.annex["senders"] = self.senders.state()
+        if self.resends is not None:
+            capture.annex["recent"] = [list(item) for item in self.resends.recent_at()]
         return capture
 
     def restore_senders(self, annex: dict[str, Any]) -> None:
         """Take the sender marks of a restored snapshot's annex (none in one taken before they
-        were kept: resends of what it covers are then known only to the digests)."""
+        were kept: resends of what it covers are then known only to the digests), and a
+        redundant plan's recent digests (`recent`: a takeover after a restart recognises a
+        foreign client's resend of what the state covers)."""
         with self.lock:
             try:
                 self.senders.restore(annex.get("senders", ()))
             except IdentityError as exc:
                 log.warning("plan %s: the snapshot's sender marks are not used: %s", self.plan, exc)
                 self.senders.clear()
+            recent = annex.get("recent")
+            if self.resends is not None and isinstance(recent, list):
+                try:
+                    self.resends.replace([(int(bundle), int(position)) for bundle, position in recent])
+                except (TypeError, ValueError) as exc:
+                    log.warning("plan %s: the snapshot's recent bundles are not used: %s", self.plan, exc)
 
     def origin(self, stream: str, n: int) -> Origin:
         """The origin of the next `n` outputs on `stream` (its source: the plan); called while a
@@ -592,6 +636,10 @@ class PlanJournal:
                         else:
                             self.clock.now = record.at
                             self.senders.advance(record.senders)
+                            if self.resends is not None:  # a takeover may meet its client's resend
+                                self.resends.seen(
+                                    digest(record.stream, record.timestamps, record.rows), position=position
+                                )
                             runtime.send(record.stream, record.rows, record.timestamps)
                     except Exception as exc:  # the live run met the same error here and went on
                         failed += 1

@@ -179,6 +179,7 @@ class Member:
         for position, bundle in enumerate(disk.entries, 1):  # recovery replays the log: its outputs again
             if bundle is not None:
                 self._hold(position, bundle)
+                self.resends.seen(bundle.digest, position=position)  # as the journal's replay
 
     # ---- the process: alive, paused, dead ------------------------------------------------------
 
@@ -476,23 +477,28 @@ class Member:
 
     def _sequence(self, bundle: Bundle, reply: Reply | None, relayed: bool = False) -> None:
         at = self.now_ms()
+        taken: int | None = None
         if self.named(bundle):  # as the journal: by the sender's mark, and no digest is kept
             assert bundle.sender is not None
             resent, relayed_again = self.disk.taken(bundle.sender) >= bundle.seq, False
         else:
-            resent = self.resends.resent(bundle.digest, at)
+            taken = self.resends.unanswered(bundle.digest)
+            if taken is None:
+                taken = self.resends.resent(bundle.digest, at)
+            resent = taken is not None
             relayed_again = not resent and (
                 self.resends.relayed_again(bundle.digest, at)
                 if relayed
                 else self.resends.sent_after_its_relay(bundle.digest, at)
             )
         if resent or relayed_again:
-            # taken before: acknowledged once the newest record is settled, as the journal does
-            position = self.disk.position
+            # taken before: acknowledged once its record (a refused one) or the newest is
+            # settled, as the journal does
+            position = taken if taken is not None else self.disk.position
         else:
-            if not self.named(bundle):
-                self.resends.seen(bundle.digest, at, relayed)
             position = self._append(bundle)
+            if not self.named(bundle):
+                self.resends.seen(bundle.digest, at, relayed, position)
             self.sim.note_append(self, position, bundle)
             for conn, standby in list(self.subscribers.values()):
                 if not standby.gone:
@@ -603,6 +609,8 @@ class Member:
         if settle.reply is not None:
             if settle.appended and settle.bundle is not None:
                 self.sim.note_acked(self, settle.position, settle.bundle)
+            if settle.bundle is not None and not self.named(settle.bundle):  # as the ingress and the relays
+                self.resends.answered(settle.position, settle.bundle.digest)
             settle.reply(True, "")
 
     def _drop(self, cid: int, why: str) -> None:
@@ -781,7 +789,7 @@ class Member:
                 return
             self._append(bundle)
             if bundle is not None:
-                self.resends.seen(bundle.digest)
+                self.resends.seen(bundle.digest, position=disk.position)
                 if self.copies is not None:
                     self.copies.sequenced(bundle.digest, disk.position)
             self.sim.note_append(self, disk.position, bundle)
@@ -794,7 +802,7 @@ class Member:
             disk.log_id = log_id
             disk.durable = disk.position if self.sim.fsync == "always" else min(disk.durable, disk.position)
             disk.term = message.term
-            self.resends.replace(message.recent)
+            self.resends.replace(message.recent, message.position)
             if self.copies is not None:
                 self.copies.renumbered()
                 for digest in message.recent:  # in the state's log, at or before its position

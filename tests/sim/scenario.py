@@ -34,6 +34,7 @@ from tests.sim.world import Net, World
 
 MODES = ("failover", "active-active", "full-active-active")
 FAULTS = ("kill", "vanish", "pause", "heartbeats", "partition", "registry", "clock", "sink")
+SLOW = (0.05, 0.35)  # seconds a slowed direction adds to each message (the "slow" fault, drawn apart)
 SETTLE = 3.5  # seconds after the last fault before the end is judged (a lease, and then some)
 CLIENT_TIMEOUT = 2.0
 
@@ -94,6 +95,9 @@ class Config:
             config.faults.append((rng.uniform(1.2, 3.5), kind, rng.uniform(0.3, 3.5), detail, ""))
         config.named = tuple(rng.random() < 0.5 for _ in range(config.clients))  # drawn last: the rest stays
         config.answer_loss = rng.choice((0.0, 0.0, 0.0, 0.1))
+        if rng.random() < 0.25:  # drawn after the rest, which stays as it was drawn before
+            direction = rng.choice(("one-way", "both"))
+            config.faults.append((rng.uniform(1.2, 3.5), "slow", rng.uniform(0.3, 3.5), direction, ""))
         return config
 
 
@@ -121,6 +125,8 @@ class Sim:
         self.bundles: dict[int, Bundle] = {}
         self.acked: dict[int, float] = {}
         self.refused: set[int] = set()  # bundles a notifier sequenced, then refused to acknowledge
+        # bundles a client sent again while an earlier attempt was still on its way (its timeout)
+        self.overlapped: set[int] = set()
         self.copies_acked: set[int] = set()
         # acknowledged bundles no disk holds any more (fsync off and power cuts, or wiped disks,
         # on every member): accepting that loss is an operator's call, so the end is not judged
@@ -250,6 +256,8 @@ class Sim:
         def timeout() -> None:
             if not state["done"]:
                 state["done"] = True
+                if state["answers"] < len(targets):
+                    self.overlapped.add(bundle.id)
                 if state["ok"]:
                     self.world.after(self.pace[c], self._client_send, c, bundles, k + 1, 0, target)
                 else:
@@ -314,6 +322,13 @@ class Sim:
             cut = {(name, other)} if detail == "one-way" else {(name, other), (other, name)}
             self.net.blocked |= cut
             self.world.after(lasting, self._heal, cut)
+        elif kind == "slow":  # as `tc netem delay 50ms 300ms`: what crosses it lands late, out of step
+            others = [n for n in self.names if n != name]
+            other = rng.choice(others)
+            slowed = {(name, other)} if detail == "one-way" else {(name, other), (other, name)}
+            for direction in slowed:
+                self.net.slow[direction] = SLOW
+            self.world.after(lasting, self._quicken, slowed)
         elif kind == "registry":
             self.registry.down_until = self.world.now + lasting
         elif kind == "clock":
@@ -323,6 +338,10 @@ class Sim:
 
     def _heal(self, cut: set[tuple[str, str]]) -> None:
         self.net.blocked -= cut
+
+    def _quicken(self, slowed: set[tuple[str, str]]) -> None:
+        for direction in slowed:
+            self.net.slow.pop(direction, None)
 
     def _notifier(self) -> str | None:
         for name, member in self.members.items():
@@ -478,6 +497,8 @@ class Sim:
                         if bundle_id in self.refused
                         else "a resend taken again"
                     )
+                    if bundle_id in self.overlapped:
+                        cause += ", two attempts at once"
                     if self.bundles[bundle_id].sender is not None:
                         cause += ", though its client names itself"
                     self._violation(
@@ -498,9 +519,11 @@ class Sim:
         if rekeyed:  # a plain sink may get an output twice, but only under its one key
             refused = all(content[0] in self.refused for content in rekeyed)
             named = any(self.bundles[content[0]].sender is not None for content in rekeyed)
+            overlapped = all(content[0] in self.overlapped for content in rekeyed)
             self._violation(
                 f"outputs reached the plain sink under two keys: {rekeyed[:5]}"
                 + (" (processed again after a refusal" if refused else "")
+                + (", two attempts at once" if refused and overlapped else "")
                 + (", though its client names itself" if refused and named else "")
                 + (")" if refused else "")
             )

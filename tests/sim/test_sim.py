@@ -18,7 +18,7 @@ from ha.acks import Acknowledgements
 from ha.gate import OutputGate
 from ha.lease import Holder
 from ha.ports import Lease
-from ha.resends import SETTLED, DirectCopies
+from ha.resends import SETTLED, DirectCopies, Resends
 from ha.roles import PlanRole
 from ha.seat import PlanSeat
 from tests.sim.known import FIXED, OPEN, Path, classify
@@ -189,7 +189,21 @@ def _inherited_outputs_go_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(PlanSeat, "takeover_delivery", at_once)
 
 
+def _refused_records_forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before its fix: a foreign client's bundle is a resend only after a takeover or a relay."""
+    monkeypatch.setattr(Resends, "unanswered", lambda self, bundle: None)
+
+
+def _identities_and_refusals_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before either fix: every client is told by content, and only after a takeover or a relay."""
+    _identities_ignored(monkeypatch)
+    _refused_records_forgotten(monkeypatch)
+
+
 UNDO: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
+    "a foreign client's bundle refused after it was logged and processed is processed again when resent": (
+        _refused_records_forgotten
+    ),
     "a standby granted the lease while it joins from the notifier's state, before the outputs "
     "the notifier carries after it have arrived, notifies without them": _a_grant_mid_join_is_taken,
     "a new notifier delivers the outputs of records it inherited before the lease requires them: "
@@ -211,7 +225,7 @@ UNDO: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
     ),
     "a resend of a client that names itself is processed twice, after 4,096 other bundles": _identities_ignored,
     "a bundle of a client that names itself, refused after it was processed, is processed again when resent": (
-        _identities_ignored
+        _identities_and_refusals_ignored
     ),
     "a notifier whose writes the fence refused while its lease lapsed on its own clock, and who "
     "then renewed the same lease, never delivers those outputs again": _refused_outputs_wait_for_a_next_notifier,
@@ -293,4 +307,6 @@ def test_many_schedules_meet_nothing_but_the_known_paths() -> None:
     print("\n" + report(tally, time.monotonic() - started))
     assert tally.schedules == SCHEDULES
     assert tally.unknown == []
-    assert all(tally.faults[kind] > SCHEDULES / 20 for kind in ("kill", "vanish", "pause", "partition"))
+    assert all(
+        tally.faults[kind] > SCHEDULES / 20 for kind in ("kill", "vanish", "pause", "partition", "slow")
+    )

@@ -79,6 +79,9 @@ class Net:
         self.world = world
         self.latency = latency
         self.blocked: set[tuple[str, str]] = set()
+        # directions a "slow" fault delays: each message there takes this much longer, drawn
+        # apart, so what is sent over other connections (a new one, a heartbeat) may overtake it
+        self.slow: dict[tuple[str, str], tuple[float, float]] = {}
         self._ids = itertools.count(1)
         self.conns: dict[int, Conn] = {}
 
@@ -93,7 +96,11 @@ class Net:
             return
         world = self.world
         lo, hi = self.latency
-        lands = max(conn.last.get(sender, 0.0), world.now + world.rng.uniform(lo, hi))
+        delay = world.rng.uniform(lo, hi)
+        slow = self.slow.get((sender, conn.other(sender))) if self.slow else None
+        if slow is not None:
+            delay += world.rng.uniform(*slow)
+        lands = max(conn.last.get(sender, 0.0), world.now + delay)
         conn.last[sender] = lands
         flight = conn.flight.setdefault(sender, deque())
         flight.append((lands, message, world.now))
