@@ -71,7 +71,7 @@ from ha.messages import (
     Subscribe,
 )
 from ha.ports import LogPosition
-from ha.subscription import resumes
+from ha.subscription import Subscription, resumes
 
 log = logging.getLogger(__name__)
 
@@ -336,7 +336,7 @@ class Follower:
         self._stop = threading.Event()
         self._connection: Connection | None = None
         self._connecting = False  # opening a connection to the notifier (stop does not wait for it)
-        self.live = False  # receiving the notifier's records as it appends them
+        self._subscription: Subscription | None = None  # the one it follows now
         self.ended_live = False  # the last subscription ended while live (the notifier died)
         self.ended_at = 0.0  # when a subscription last ended (monotonic seconds)
         self._fresh = False  # ask for the notifier's state instead of resuming (a redeploy)
@@ -368,6 +368,12 @@ class Follower:
             connection.close()
 
     @property
+    def live(self) -> bool:
+        """Whether it receives the notifier's records as it appends them."""
+        subscription = self._subscription
+        return subscription is not None and subscription.live
+
+    @property
     def caught_up(self) -> bool:
         """Whether this standby holds every record the notifier had acknowledged (and the outputs
         a takeover must deliver)."""
@@ -386,7 +392,8 @@ class Follower:
                 # it was live, this standby holds everything the notifier acknowledged; an attempt
                 # that never connected (nothing listens there any more) changes nothing of that
                 if self._connection is not None:
-                    self.ended_live = self.live
+                    subscription = self._subscription
+                    self.ended_live = subscription is not None and subscription.ended()
                     self.ended_at = time.monotonic()
                     self._ended()
                 if not isinstance(exc, PeerClosed):
@@ -402,7 +409,7 @@ class Follower:
                 else:
                     log.exception("plan %s: following the notifier at %s failed", self.journal.plan, address)
             finally:
-                self.live = False
+                self._subscription = None
                 connection, self._connection = self._connection, None
                 if connection is not None:
                     connection.close()
@@ -418,7 +425,7 @@ class Follower:
         if self._stop.is_set():
             return
         resyncs = self._resyncs  # a state asked for before a later `resync` does not end that one
-        joining: int | None = None  # after a state: what the carried outputs cover, once all came
+        subscription = self._subscription = Subscription(self.gate)
         connection.send(
             Subscribe(
                 journal.plan, journal.log_id, journal.position, journal.term, journal.deployed, self._fresh
@@ -427,8 +434,8 @@ class Follower:
         while not self._stop.is_set():
             message = connection.recv(idle=FOLLOW_SILENCE_SECONDS if self.live else JOIN_SILENCE_SECONDS)
             if isinstance(message, Record):
-                journal.apply(message.position, message.body)
-                if self.live:
+                journal.apply(message.position, message.body)  # a gap raises: the subscription ends
+                if subscription.acknowledges:
                     journal.on_disk()  # under fsync "always", a record is acknowledged once on disk
                     connection.send(Ack(journal.position, self.gate.complete))
             elif isinstance(message, State):
@@ -446,23 +453,19 @@ class Follower:
                     self._fresh = False
                 # the notifier's unwritten outputs follow: until they all have (`Live`), this
                 # gate vouches for nothing the state covers
-                self.gate.reset(message.position, message.delivered)
-                joining = message.covers
+                subscription.installed(message.position, message.delivered, message.covers)
             elif isinstance(message, CarriedOutput):
                 self.gate.hold(*_carried(journal.plan, message))
             elif isinstance(message, Resume):
                 self.ended_live = False
                 journal.resume(message.term)
             elif isinstance(message, Live):
-                if joining is not None:
-                    self.gate.carried_in(joining)
-                    joining = None
-                self.live = True
+                subscription.went_live()
                 journal.on_disk()
                 connection.send(Ack(journal.position, self.gate.complete))
             elif isinstance(message, Delivered):
-                self.gate.trim(message.position)
-                if self.live:
+                subscription.delivered(message.position)
+                if subscription.acknowledges:
                     journal.on_disk()
                     connection.send(Ack(journal.position, self.gate.complete))
             elif isinstance(message, Settled):
@@ -470,7 +473,7 @@ class Follower:
             elif isinstance(message, NotNotifier | OtherText):
                 return
             elif isinstance(message, Dropped):
-                self.live = self.ended_live = False
+                self.ended_live = subscription.ended(dropped=True)
                 log.warning("plan %s: the notifier dropped this standby: %s", journal.plan, message.why)
                 return
 

@@ -41,7 +41,7 @@ from ha.ports import Lease, LogPosition
 from ha.resends import SETTLED, WAITING, DirectCopies, Resends
 from ha.roles import Action, Situation, Transition
 from ha.seat import PlanSeat, Report
-from ha.subscription import resumes
+from ha.subscription import Subscription, resumes
 from tests.sim.outside import FAILED, Adapter, Write
 from tests.sim.world import FIN, RESET, Conn
 
@@ -155,9 +155,8 @@ class Member:
         # following
         self.follow_conn: Conn | None = None
         self.heard_at = 0.0  # when the followed notifier last sent anything
-        self.joining: int | None = None  # after a state: what the carried outputs cover, once all came
+        self.subscription: Subscription | None = None  # the one it follows now (`ha.subscription`)
         self.delivered_through = 0  # as notifier: the last position its standbys were told is written
-        self.live = False
         self.ended_live = False
         self.ended_at: float | None = None
         self.heartbeats: dict[str, Conn] = {}
@@ -364,6 +363,11 @@ class Member:
 
     def held(self) -> LogPosition:
         return LogPosition(self.disk.term, self.disk.position)
+
+    @property
+    def live(self) -> bool:
+        """Whether it receives the notifier's records as it appends them."""
+        return self.subscription is not None and self.subscription.live
 
     @property
     def caught_up(self) -> bool:
@@ -728,7 +732,7 @@ class Member:
             if conn is not None:
                 self.follow_conn = conn
                 self.heard_at = self.world.now
-                self.joining = None  # as the node's follower: a state's carried outputs are per subscription
+                self.subscription = Subscription(self.gate)
                 self.world.after(KEEPALIVE, self._guard, self._silence_check, conn)
                 disk = self.disk
                 self.net.send(
@@ -762,7 +766,7 @@ class Member:
         conn, self.follow_conn = self.follow_conn, None
         if conn is not None:
             self.net.close(conn, self.name)
-        self.live = False
+        self.subscription = None
         self._keep_following()
 
     def _ended(self, conn: Conn, was_open: bool) -> None:
@@ -771,19 +775,21 @@ class Member:
         self.follow_conn = None
         self._keep_following()
         if was_open:
-            self.ended_live = self.live
+            self.ended_live = self.subscription is not None and self.subscription.ended()
             self.ended_at = self.world.now
             self._nudge()
-        self.live = False
+        self.subscription = None
 
     def _follow(self, conn: Conn, message: Any, extra: Any) -> None:
         if conn is not self.follow_conn:
             return  # a subscription it left: as the node's follower, which reads one connection at a time
         disk = self.disk
         self.heard_at = self.world.now
+        subscription = self.subscription
+        assert subscription is not None
         if isinstance(message, Record):
             term, bundle = extra
-            if message.position != disk.position + 1:  # a gap: it cannot apply it
+            if not subscription.follows(message.position, disk.position):  # a gap: it cannot apply it
                 self.ended_live = False
                 self._stop_following()
                 return
@@ -793,7 +799,7 @@ class Member:
                 if self.copies is not None:
                     self.copies.sequenced(bundle.digest, disk.position)
             self.sim.note_append(self, disk.position, bundle)
-            if self.live:
+            if subscription.acknowledges:
                 self.net.send(conn, self.name, (Ack(disk.position, self.gate.complete), None))
         elif isinstance(message, State):
             self.ended_live = False
@@ -808,8 +814,7 @@ class Member:
                 for digest in message.recent:  # in the state's log, at or before its position
                     self.copies.sequenced(digest, message.position)
                 self._copies_settled()
-            self.gate.reset(message.position, message.delivered)  # as the follower: until `Live`
-            self.joining = message.covers
+            subscription.installed(message.position, message.delivered, message.covers)
         elif isinstance(message, CarriedOutput):
             position, stream, events = extra
             self.gate.hold(position, stream, events, (message.log_id, message.position, message.index))
@@ -817,23 +822,20 @@ class Member:
             self.ended_live = False
             disk.term = message.term
         elif isinstance(message, Live):
-            if self.joining is not None:
-                self.gate.carried_in(self.joining)
-                self.joining = None
-            self.live = True
+            subscription.went_live()
             self.net.send(conn, self.name, (Ack(disk.position, self.gate.complete), None))
         elif isinstance(message, Settled):
             if self.copies is not None:
                 self.copies.settle(message.position)
                 self._copies_settled()
         elif isinstance(message, Delivered):
-            self.gate.trim(message.position)
-            if self.live:
+            subscription.delivered(message.position)
+            if subscription.acknowledges:
                 self.net.send(conn, self.name, (Ack(disk.position, self.gate.complete), None))
         elif isinstance(message, NotNotifier):
             self._stop_following()
         elif isinstance(message, Dropped):
-            self.live = self.ended_live = False
+            self.ended_live = subscription.ended(dropped=True)
             self._stop_following()
 
     def _serve(self, conn: Conn, request: Subscribe) -> None:
