@@ -93,9 +93,15 @@ class RegistryLeases:
                     (c.required_position, sa.case((raise_it, require.position), else_=c.required_position)),
                     (c.required_term, sa.case((raise_it, require.term), else_=c.required_term)),
                 ]
+            # a confirmation (`require`) only renews: after a release it must not start a term
+            grantable = (
+                renewal
+                if require is not None
+                else sa.or_(renewal, sa.and_(c.expires_ms <= now, _covers(held)))
+            )
             granted = conn.execute(
                 sa.update(t)
-                .where(c.plan == plan, sa.or_(renewal, sa.and_(c.expires_ms <= now, _covers(held))))
+                .where(c.plan == plan, grantable)
                 .ordered_values(  # MySQL assigns left to right, reading the new values after their SET
                     # the requirement is raised before the holder and expiry change
                     *raised,

@@ -43,6 +43,22 @@ def test_a_released_lease_goes_to_the_next_node_at_once_with_a_new_epoch(registr
     assert leases.current("nothing") is None
 
 
+def test_a_confirmation_after_its_holder_released_the_lease_starts_no_term(registry: Registry) -> None:
+    """A notifier hands the plan over (it releases the lease) while a bundle it sequenced still
+    waits for its term to be confirmed: that renewal, arriving after the release, must not
+    grant it the lease again (it stepped down and would leave the lease unused until it
+    expired, the plan without a notifier); nor may it grant a lease that expired."""
+    leases = RegistryLeases(registry)
+    leases.acquire("pizza", "node-a", ttl_ms=60_000)
+    assert leases.release("pizza", "node-a")
+    late = leases.acquire("pizza", "node-a", ttl_ms=60_000, require=LogPosition(1, 5))
+    assert late.ttl_ms == 0 and late.epoch == 1 and late.required is None
+    taken = leases.acquire("pizza", "node-b", ttl_ms=60_000)
+    assert (taken.holder, taken.epoch) == ("node-b", 2)
+    confirmed = leases.acquire("pizza", "node-b", ttl_ms=60_000, require=LogPosition(2, 3))
+    assert (confirmed.holder, confirmed.epoch, confirmed.required) == ("node-b", 2, LogPosition(2, 3))
+
+
 def test_nodes_racing_for_a_lease_get_one_holder(registry: Registry) -> None:
     leases = RegistryLeases(registry)
     answers: list[tuple[str, int]] = []
