@@ -7,8 +7,10 @@ same outputs with the same origins (log id, position, index). Only the notifier 
   released outputs stay here until the notifier knows them written (`trim`), for a fence
   that refused them (the lease ran out meanwhile) would otherwise lose them;
 - on a standby, outputs wait here until the notifier reports them delivered (`trim(through)`);
-  when it wins the lease, `open(fence)` delivers what is still held (the sink skips what it
-  already has, by origin) and from then on it releases like a notifier.
+  when it wins the lease, `open(fence, 0)` delivers again what it released itself in an
+  earlier term, and what it holds waits, as any output, until its record settles under the
+  new term (`ha.seat.PlanSeat.takeover_delivery`; the sink skips what it already has, by
+  origin); from then on it releases like a notifier.
 The gate knows which positions it can vouch for: everything after `covers_after` (a standby
 that joined from a snapshot has nothing before it; one that had to drop held outputs past
 `max_events` has nothing before the last dropped). It may take over only when the notifier
@@ -125,6 +127,9 @@ class OutputGate(Generic[OriginT, FenceT]):
         self._events = 0
         self.covers_after = after
         self.delivered = delivered
+        # what it released in an earlier term is gone with what it held: a watermark reading
+        # `released` as a new term begins must not trim the carried outputs unwritten
+        self.released = delivered
 
     def carried_in(self, covers: int) -> None:
         """Every output the notifier carried to this standby (after its state, before `live`)

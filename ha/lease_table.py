@@ -10,9 +10,10 @@ The rules:
   grants a lease never granted (epoch 1), or an expired one (epoch + 1, even to its last
   holder: a new term) when the asker's log covers what the lease requires; else nothing
   changes. A renewal with `require` raises the requirement to it, never lowers it; a request
-  with `require` (a notifier confirming its term before it acknowledges) only renews: one that
-  arrives after its holder released the lease, or after it expired, must not start a term its
-  sender does not know of (it stepped down: the lease would stand unused until it expired).
+  with `require` (a notifier confirming its term before it acknowledges) only renews a lease
+  that exists: one that arrives after its holder released the lease, or after it expired,
+  must not start a term its sender does not know of (it stepped down: the lease would stand
+  unused until it expired).
 - `take_over` grants a lease still held by `dead` under `epoch` at once (epoch + 1), when the
   asker's log covers what it requires: only for a holder whose process is known gone, and
   safe only because the sink's fence refuses the old epoch's late writes.

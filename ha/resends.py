@@ -20,7 +20,7 @@ standby gave up waiting for this notifier's answer (its relay's deadline) and re
 client, which sent it again here, though this notifier took it late. And, at any time, a
 bundle identical to one this member sequenced whose client was never told it was taken (its
 settling was refused: the lease could not be confirmed, say; or its answer is still on its
-way): the record is in this member's log, and a takeover or the notifier itself delivers its
+way), for a minute: the record is in this member's log, and a takeover or the notifier itself delivers its
 outputs, so the resend takes that record (`unanswered`), never a new one. A client that does
 not name itself sends one bundle at a time and only resends what it was not told was taken, so
 an identical bundle then is a resend. Outside those cases, or for a bundle never sequenced
@@ -59,7 +59,7 @@ class Resends:
     first seen, so a resend whose own settling is refused is still taken by the record when it
     comes yet again."""
 
-    def __init__(self, keep: int = 4096, window_ms: int = 10_000) -> None:
+    def __init__(self, keep: int = 4096, window_ms: int = 10_000, unanswered_ms: int = 60_000) -> None:
         self._recent: deque[tuple[int, int]] = deque(maxlen=keep)  # (bundle, position) in the log
         self._window_ms = window_ms
         self._keep = keep
@@ -67,9 +67,12 @@ class Resends:
         self._sequenced: deque[tuple[int, int, bool]] = deque()  # (at ms, bundle, relayed) sequenced lately
         self._sequenced_count: Counter[int] = Counter()
         self._relayed_count: Counter[int] = Counter()  # those of them a standby relayed
-        # records whose client may not have been told they were taken, position → bundle, oldest
-        # first: those this member sequenced (at most `keep`), and those it held when it took
-        # over (until the window ends); and bundle → their positions
+        # records whose client may not have been told they were taken, position → bundles,
+        # oldest first: those this member sequenced (at most `keep`, for `unanswered_ms`: a
+        # client that gave up must not have a later identical bundle swallowed for good), and
+        # those it held when it took over (until the window ends); and bundle → their positions
+        self._unanswered_ms = unanswered_ms
+        self._sequenced_at: dict[int, int] = {}  # position → when this member sequenced it (ms)
         self._unanswered: dict[int, list[int]] = {}
         self._before: dict[int, list[int]] = {}
         self._at: dict[int, list[int]] = {}
@@ -83,10 +86,8 @@ class Resends:
             return
         if position:
             _remember(self._unanswered, self._at, position, bundle)
-            while len(self._unanswered) > self._keep:
-                oldest = next(iter(self._unanswered))
-                for gone in list(self._unanswered[oldest]):
-                    _forget(self._unanswered, self._at, oldest, gone)
+            self._sequenced_at[position] = at_ms
+            self._expire_unanswered(at_ms)
         self._sequenced.append((at_ms, bundle, relayed))
         self._sequenced_count[bundle] += 1
         if relayed:
@@ -107,11 +108,25 @@ class Resends:
         self._expire(now_ms)
         return self._relayed_count[bundle] > 0
 
-    def unanswered(self, bundle: int) -> int | None:
-        """The position of a record of `bundle` this member sequenced whose client was never told
-        it was taken (None: none): a resend of it takes that record."""
+    def unanswered(self, bundle: int, now_ms: int) -> int | None:
+        """The position of a record of `bundle` this member sequenced in the last `unanswered_ms`
+        whose client was never told it was taken (None: none): a resend of it takes that record."""
+        self._expire_unanswered(now_ms)
         positions = self._at.get(bundle)
         return positions[0] if positions else None
+
+    def _expire_unanswered(self, now_ms: int) -> None:
+        unanswered = self._unanswered
+        while unanswered:
+            oldest = next(iter(unanswered))
+            if (
+                len(unanswered) <= self._keep
+                and self._sequenced_at.get(oldest, 0) >= now_ms - self._unanswered_ms
+            ):
+                return
+            for gone in list(unanswered[oldest]):
+                _forget(unanswered, self._at, oldest, gone)
+            self._sequenced_at.pop(oldest, None)
 
     def resent(self, bundle: int, now_ms: int) -> int | None:
         """The position of a record of `bundle` this node held when it took over, within the
@@ -128,6 +143,8 @@ class Resends:
         """The client of `bundle`, taken by the record at `position` (its own, or one a resend
         took), was told it was taken."""
         _forget(self._unanswered, self._at, position, bundle)
+        if position not in self._unanswered:
+            self._sequenced_at.pop(position, None)
         _forget(self._before, self._before_at, position, bundle)
 
     def _expire(self, now_ms: int) -> None:
@@ -161,6 +178,7 @@ class Resends:
             self._recent.append(item if isinstance(item, tuple) else (item, position))
         for memory in (self._unanswered, self._before, self._at, self._before_at):
             memory.clear()
+        self._sequenced_at.clear()
         self._sequenced.clear()
         self._sequenced_count.clear()
         self._relayed_count.clear()

@@ -67,7 +67,10 @@ class PlanSeat:
     def lookup_due(self, now: float, stream_ended_at: float | None) -> bool:
         lease = self.role.lease
         every = lease_lookup_interval(self.timing.renew_ms / 1000, now, stream_ended_at)
-        if lease is None or lease.holder == self.node or self.looked_up is None:
+        # its own lease with time left: another member may have it by now (this one stepped
+        # down); its own released or expired lease is read at the usual pace (one it gave back
+        # with no other member able to take it would be read 20 times a second for good)
+        if lease is None or self.looked_up is None or (lease.holder == self.node and lease.ttl_ms > 0):
             return True
         return now - self.looked_up >= every
 

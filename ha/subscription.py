@@ -47,8 +47,7 @@ class Subscription:
     able to take over. The caller applies records and installs states in its log and holds
     the carried outputs in its gate; this keeps the rest, per subscription, for the node's
     follower (`app.cluster.replication.Follower`) and the simulator alike:
-    - `Record`: applied only when it follows the log (`follows`); a gap ends the subscription,
-      and the standby no longer counts itself caught up;
+    - `Record`: applied only when it follows the log (`follows`);
     - `State`: the gate forgets what it held and vouches for nothing the state covers
       (`installed`) until every output the notifier carries after it has arrived, which `Live`
       says: a subscription cut in between leaves the gate unable to vouch, and the cover a
@@ -57,8 +56,9 @@ class Subscription:
     - `Live`: the gate vouches from the state's cover on (`went_live`);
     - `Delivered`: the gate trims what the notifier wrote;
     - `Record`, `Live` and `Delivered` are acknowledged while live (`acknowledges`);
-    - `Dropped`, or a gap: it ends, not caught up (`ended(dropped=True)`); any other end (the
-      notifier died, stopped, or the network failed) leaves the standby caught up if it was live.
+    - `Dropped`: it ends, not caught up (`ended(dropped=True)`); a gap ends it the same way (the
+      caller stops following and no longer counts itself caught up); any other end (the notifier
+      died, stopped, or the network failed) leaves the standby caught up if it was live.
     """
 
     def __init__(self, gate: SubscriberGate) -> None:

@@ -430,8 +430,8 @@ class Cluster:
                 daemon=True,
             ).start()
         log.info(
-            "plan %s: this node is its notifier now (epoch %d, from position %d; %d held outputs "
-            "delivered again, %.0f ms)",
+            "plan %s: this node is its notifier now (epoch %d, from position %d; %d outputs it had "
+            "released delivered again, what it holds goes once its log is settled; %.0f ms)",
             plan.name, epoch, after, delivered, (time.monotonic() - started) * 1000,
         )  # fmt: skip
 
@@ -451,10 +451,10 @@ class Cluster:
         it all, their clients are acknowledged); or for a tail of records refused after they were
         appended."""
         try:
-            plan.journal.durable(position)
+            plan.journal.on_disk()  # not `durable`: copies waiting there are answered only after the rule
             sequencer.settle(position)  # the rule, for records of the old term as well
             plan.journal.settled(position)
-        except CEPError as exc:
+        except CEPError as exc:  # retried by the watermark's tail settle (a warning each 0.4 s would flood)
             log.info(
                 "plan %s: the log through position %d was not settled (its outputs wait for the next "
                 "settle): %s", plan.name, position, exc,

@@ -130,7 +130,7 @@ class PlanJournal:
         self.term = 0  # the lease epoch of the sequencer of the newest record (0: not replicated)
         self._log_term = input_log.term(plan)  # the term whose log the local log copies, kept on disk
         self._settlers: dict[int, Replicas] = {}  # position → the standbys of the term that sequenced it
-        self.resends: Resends | None = None  # a redundant plan's: bundles a takeover made clients resend
+        self.resends: Resends | None = None  # a redundant plan's: records a client may send again
         self.copies: DirectCopies | None = None  # full-active-active: a standby's own copies of bundles
         self.taken_through = 0  # where `lead` left the log with copies waiting (to be settled), or 0
         self.deployed: str | None = None  # the fingerprint of the plan text its runtime runs
@@ -254,12 +254,12 @@ class PlanJournal:
             if keep is not None:
                 if not keep:
                     log.info("plan %s: a bundle its sender sent again was not processed twice", self.plan)
-                    return self.position
+                    return self._taken_at(self.position)
                 rows, ts = select(rows, keep), select(ts, keep)
                 unstamped = self._log.encode(self.plan, Events(stream, ts, rows, 0, None, senders))
         elif self.resends is not None:
             bundle = digest(stream, ts, rows)
-            taken = self.resends.unanswered(bundle)
+            taken = self.resends.unanswered(bundle, at)
             if taken is not None:
                 log.info(
                     "plan %s: a bundle sent again after it was refused was not processed twice", self.plan
@@ -271,20 +271,18 @@ class PlanJournal:
                         "plan %s: a bundle sent again after a takeover was not processed twice", self.plan
                     )
             if taken is not None:  # its record settles under this term, and answers the resend
-                if self.replicas is not None:
-                    self._settlers[taken] = self.replicas
-                return taken
+                return self._taken_at(taken)
             if relayed and self.resends.relayed_again(bundle, at):
                 log.info(
                     "plan %s: a bundle sent again through another member was not processed twice", self.plan
                 )
-                return self.position
+                return self._taken_at(self.position)
             if not relayed and self.resends.sent_after_its_relay(bundle, at):
                 log.info(
                     "plan %s: a bundle sent again after its relay was refused was not processed twice",
                     self.plan,
                 )
-                return self.position
+                return self._taken_at(self.position)
         payload = stamped(unstamped, at)
         position = self._log.append(self.plan, payload, wait=False)
         self.clock.now = at
@@ -304,6 +302,14 @@ class PlanJournal:
         finally:
             if self.replicas is not None:
                 self.replicas.appended(position, payload)
+        return position
+
+    def _taken_at(self, position: int) -> int:
+        """(Under the lock, leading.) A resend is answered with the record at `position`, which
+        settles under this term's standbys (a record of an earlier term, or one whose settling
+        its closed sequencer refused, would otherwise be acknowledged unsettled or never)."""
+        if position and self.replicas is not None:
+            self._settlers[position] = self.replicas
         return position
 
     def _relay_or_none(self) -> Relay | None:
@@ -612,6 +618,9 @@ class PlanJournal:
             self.term = self._log_term = 0  # a new log: no term's records
             self._emitted.clear()
             self._emitted_at = 0
+            self._settlers.clear()
+            if self.resends is not None:  # the positions it knew are the old log's
+                self.resends.replace([])
             self.clock.now = max(self.clock.now, self._wall())
             self.position = self._log.append(self.plan, Tick(self.clock.now))
 

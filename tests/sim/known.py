@@ -96,8 +96,8 @@ FIXED: tuple[Path, ...] = (
         "a notifier's fence that refused a write while its lease lapsed lets later outputs pass once "
         "it holds again: the sink's marks then skip the refused ones when they are delivered again",
         r"never reached the sink \(0 outputs refused by full adapter buffers, 0 dropped by full gates\)$",
-        5294,
-        Config.draw(5294),
+        28371,
+        Config.draw(28371),
     ),
     Path(
         "outputs of records refused after they were appended hold the gate until a later record "
@@ -171,14 +171,14 @@ FIXED: tuple[Path, ...] = (
         "holding what it lost, and positions are used again",
         r"m\d could take over without acknowledged bundles \[[\d, ]+\]$"
         r"|appended \d+ at position \d+ of log .*, where bundle \d+ was acknowledged",
-        1731,
-        replace(Config.draw(1731), answer_loss=0.0),  # drawn before lost answers were
+        2723,
+        replace(Config.draw(2723), answer_loss=0.0),  # drawn before lost answers were
     ),
     Path(
         "a notifier whose writes the fence refused while its lease lapsed on its own clock, and who "
         "then renewed the same lease, never delivers those outputs again",
         r"never reached the sink \(0 outputs refused by full adapter buffers, 0 dropped by full gates",
-        38,
+        295,
         Config(
             members=3,
             mode="failover",

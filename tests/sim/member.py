@@ -486,7 +486,7 @@ class Member:
             assert bundle.sender is not None
             resent, relayed_again = self.disk.taken(bundle.sender) >= bundle.seq, False
         else:
-            taken = self.resends.unanswered(bundle.digest)
+            taken = self.resends.unanswered(bundle.digest, at)
             if taken is None:
                 taken = self.resends.resent(bundle.digest, at)
             resent = taken is not None

@@ -191,7 +191,7 @@ def _inherited_outputs_go_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _refused_records_forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
     """Before its fix: a foreign client's bundle is a resend only after a takeover or a relay."""
-    monkeypatch.setattr(Resends, "unanswered", lambda self, bundle: None)
+    monkeypatch.setattr(Resends, "unanswered", lambda self, bundle, now_ms: None)
 
 
 def _identities_and_refusals_ignored(monkeypatch: pytest.MonkeyPatch) -> None:

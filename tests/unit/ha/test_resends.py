@@ -95,10 +95,10 @@ def test_a_bundle_refused_after_it_was_sequenced_takes_its_record_when_sent_agai
     resends.seen(refused, at_ms=1_000, position=7)
     resends.seen(other, at_ms=1_001, position=8)
     resends.answered(8, other)
-    assert resends.unanswered(refused) == 7
-    assert resends.unanswered(other) is None  # answered: an identical bundle is a new one
+    assert resends.unanswered(refused, 1_002) == 7
+    assert resends.unanswered(other, 1_002) is None  # answered: an identical bundle is a new one
     resends.answered(7, refused)  # the resend was acknowledged
-    assert resends.unanswered(refused) is None
+    assert resends.unanswered(refused, 1_003) is None
 
 
 def test_the_unanswered_records_are_bounded_and_end_with_the_log_they_are_in() -> None:
@@ -106,10 +106,10 @@ def test_the_unanswered_records_are_bounded_and_end_with_the_log_they_are_in() -
     bundles = [digest("S", [t], [("v", t)]) for t in range(3)]
     for position, bundle in enumerate(bundles, 1):
         resends.seen(bundle, at_ms=position, position=position)
-    assert resends.unanswered(bundles[0]) is None  # the oldest fell out
-    assert resends.unanswered(bundles[2]) == 3
+    assert resends.unanswered(bundles[0], 4) is None  # the oldest fell out
+    assert resends.unanswered(bundles[2], 4) == 3
     resends.replace([])  # it joined another member's log: its own records are gone
-    assert resends.unanswered(bundles[2]) is None
+    assert resends.unanswered(bundles[2], 5) is None
 
 
 def test_a_journal_takes_the_resend_of_a_refused_bundle_as_its_record(tmp_path: Path) -> None:
@@ -141,3 +141,12 @@ def test_answering_one_bundle_of_a_state_forgets_only_that_one() -> None:
     resends.took_over(0)
     resends.answered(40, one)
     assert resends.resent(one, 10) is None and resends.resent(other, 10) == 40
+
+
+def test_a_record_never_answered_takes_resends_for_a_minute_only() -> None:
+    """Its client gave up: a later identical bundle is a new one."""
+    resends = Resends()
+    bundle = digest("S", [1], [("a", 1)])
+    resends.seen(bundle, at_ms=1_000, position=7)
+    assert resends.unanswered(bundle, 60_999) == 7
+    assert resends.unanswered(bundle, 61_001) is None

@@ -93,6 +93,14 @@ def test_a_standby_reads_the_lease_every_renewal_and_closely_after_the_stream_en
     assert seat.notifier == "a" and not seat.must_look_up
 
 
+def test_its_own_lease_is_read_at_once_while_it_has_time_left_and_at_the_usual_pace_once_given_back() -> None:
+    seat = PlanSeat("p", "b", T)
+    seat.looked_up_at(0.0, lease("b", 4))  # it stepped down: another member may hold it by now
+    assert seat.lookup_due(0.01, None)
+    seat.looked_up_at(0.02, lease("b", 4, ttl_ms=0))  # it gave the lease back, and no one took it
+    assert not seat.lookup_due(0.1, None) and seat.lookup_due(0.3, None)
+
+
 def test_a_requirement_this_member_cannot_cover_is_said_once_and_only_when_the_lease_is_free() -> None:
     seat = PlanSeat("p", "b", T)
     held = LogPosition(1, 3)
