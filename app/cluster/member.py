@@ -291,8 +291,11 @@ class Cluster:
         now = time.monotonic()
         follower = plan.follower
         seat = plan.seat
-        if seat.must_look_up:
-            self._notifier_address(plan)  # who holds the lease (None: it was never granted)
+        if seat.must_look_up or (follower is not None and not follower.live):
+            # who holds the lease (None: it was never granted), read when due: a standby that is
+            # joining (or between subscriptions) hears of no expiry from a stream, and one
+            # joining a notifier whose host vanished would wait out the join's silence deadline
+            self._notifier_address(plan)
         alive = self.membership.alive(now)
         situation = Situation(
             now=now,

@@ -278,11 +278,22 @@ class Member:
 
             self.sim.registry.ask("release_all", lambda answer: self._guard(released, answer), self.name)
             return
-        if self.seat.must_look_up:
+        if self._reads_lease():
             self.round_pending = True
             self._lookup(then=self._round_decide)
             return
         self._round_decide()
+
+    def _reads_lease(self) -> bool:
+        """Whether the round reads who holds the lease first: never read, or the notifier's
+        stream ended; and, as the node's round, when due for a standby that is not live (joining
+        a notifier whose host vanished, it hears of no expiry from the stream)."""
+        return self.seat.must_look_up or (
+            not self.leading
+            and not self.live
+            and not self.lookup_pending
+            and self.seat.lookup_due(self.world.now, self.ended_at)
+        )
 
     def _round_decide(self) -> None:
         self.round_pending = False

@@ -200,7 +200,14 @@ def _identities_and_refusals_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
     _refused_records_forgotten(monkeypatch)
 
 
+def _joining_reads_no_lease(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before its fix: a round reads the lease only when it was never read or a stream ended."""
+    monkeypatch.setattr(Member, "_reads_lease", lambda self: self.seat.must_look_up)
+
+
 UNDO: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
+    "a standby joining a notifier whose host vanished reads the lease only once the join's "
+    "silence deadline ends it: the plan has no notifier for 10 s": _joining_reads_no_lease,
     "a foreign client's bundle refused after it was logged and processed is processed again when resent": (
         _refused_records_forgotten
     ),
