@@ -50,15 +50,28 @@ REFUSED_AFTER_PROCESSED = Config(
 )
 
 # The first is the content digest's, the fallback for clients that do not name themselves
-# (`ha.resends`): a client that does (`adapters.senders`) never meets it (`FIXED`).
+# (`ha.resends`): a client that does (`adapters.senders`) never meets it (`FIXED`). It is met
+# only past the digest's memory (4,096 records, 10 s after a takeover, a minute after a
+# refusal) or when two attempts of one bundle were in the cluster at once.
 OPEN: tuple[Path, ...] = (
     Path(
         "a foreign client's resend is processed twice: after 4,096 other bundles, or two attempts at once",
-        r"output \(\d+, \d+\) is \d+ times in the sink \(a resend taken again(, two attempts at once)?\)"
-        r"|output \(\d+, \d+\) is \d+ times in the sink \(processed again after a refusal, two attempts at once\)"
+        r"output \(\d+, \d+\) is \d+ times in the sink \(a resend taken again(, two attempts at once|, beyond the resend memory)?\)"
+        r"|output \(\d+, \d+\) is \d+ times in the sink \(processed again after a refusal, "
+        r"(two attempts at once|beyond the resend memory)\)"
         r"|under two keys: .*\(processed again after a refusal, two attempts at once\)",
         1,
         RESEND_AFTER_4096,
+    ),
+    # Met once by a run of 200,000 schedules at 95adc16. Its pattern is the one the FIXED liveness
+    # paths report as well: their own schedules still pass, and still fail with their fixes undone.
+    Path(
+        "rarely, a standby joining a notifier whose host vanished stays on that dead connection for "
+        "the join's 10 s after a new notifier took over: in full-active-active its clients wait for "
+        "its answers, and the schedule ends before they all got one (slow, nothing lost)",
+        r"liveness: \d+ of \d+ bundles acknowledged at the end; the lease requires [^:]* holds$",
+        192139,
+        Config.draw(192139),
     ),
     Path(
         "a standby whose join was cut between the notifier's state and its carried outputs cannot "

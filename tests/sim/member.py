@@ -511,6 +511,10 @@ class Member:
             # settled, as the journal does
             position = taken if taken is not None else self.disk.position
         else:
+            if not self.named(bundle) and bundle.id in self.sim.appended:
+                recent = self.resends.recent()
+                if len(recent) >= self.sim.resend_keep and bundle.digest not in recent:
+                    self.sim.beyond_memory.add(bundle.id)  # the documented limit of the content digest
             position = self._append(bundle)
             if not self.named(bundle):
                 self.resends.seen(bundle.digest, at, relayed, position)

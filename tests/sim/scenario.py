@@ -127,6 +127,9 @@ class Sim:
         self.refused: set[int] = set()  # bundles a notifier sequenced, then refused to acknowledge
         # bundles a client sent again while an earlier attempt was still on its way (its timeout)
         self.overlapped: set[int] = set()
+        self.appended: set[int] = set()  # bundles some member appended
+        # foreign bundles appended again when the resend memory was full and no longer had them
+        self.beyond_memory: set[int] = set()
         self.copies_acked: set[int] = set()
         # acknowledged bundles no disk holds any more (fsync off and power cuts, or wiped disks,
         # on every member): accepting that loss is an operator's call, so the end is not judged
@@ -210,6 +213,8 @@ class Sim:
         )
 
     def note_append(self, member: Member, position: int, bundle: Bundle | None) -> None:
+        if bundle is not None:
+            self.appended.add(bundle.id)
         acked = self.acked_at.get((member.disk.log_id, position))
         # a stale notifier (paused, then woken) may append in its own older term: harmless, it can
         # release nothing; the same term or a later one must not replace what was acknowledged
@@ -442,7 +447,13 @@ class Sim:
         return any(m.up and m.leading and m.role.holder.holds(now) for m in self.members.values())
 
     def _drained(self) -> bool:
-        return all(m.tx.flushed and m.plain.flushed for m in self.members.values())
+        """Every adapter flushed, and every notifier released what its log holds (a takeover
+        settles its inherited log before it delivers: the end is not judged in between)."""
+        return all(
+            m.tx.flushed and m.plain.flushed and (not m.leading or m.gate.released >= m.disk.position)
+            for m in self.members.values()
+            if m.up
+        )
 
     def _final(self) -> None:
         if self.violations or self.destroyed or self.requirement_destroyed:
@@ -499,6 +510,8 @@ class Sim:
                     )
                     if bundle_id in self.overlapped:
                         cause += ", two attempts at once"
+                    elif bundle_id in self.beyond_memory:
+                        cause += ", beyond the resend memory"
                     if self.bundles[bundle_id].sender is not None:
                         cause += ", though its client names itself"
                     self._violation(
