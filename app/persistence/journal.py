@@ -130,6 +130,9 @@ class PlanJournal:
         self.term = 0  # the lease epoch of the sequencer of the newest record (0: not replicated)
         self._log_term = input_log.term(plan)  # the term whose log the local log copies, kept on disk
         self._settlers: dict[int, Replicas] = {}  # position → the standbys of the term that sequenced it
+        # per thread, (position, rows, digest) of the foreign client's bundle `send` took last:
+        # its `answered`, on the same thread, finds the digest there instead of hashing again
+        self._taken = threading.local()
         self.resends: Resends | None = None  # a redundant plan's: records a client may send again
         self.copies: DirectCopies | None = None  # full-active-active: a standby's own copies of bundles
         self.taken_through = 0  # where `lead` left the log with copies waiting (to be settled), or 0
@@ -271,6 +274,7 @@ class PlanJournal:
                         "plan %s: a bundle sent again after a takeover was not processed twice", self.plan
                     )
             if taken is not None:  # its record settles under this term, and answers the resend
+                self._taken.last = (taken, rows, bundle)
                 return self._taken_at(taken)
             if relayed and self.resends.relayed_again(bundle, at):
                 log.info(
@@ -289,6 +293,7 @@ class PlanJournal:
         self.position = position
         if bundle is not None and self.resends is not None:
             self.resends.seen(bundle, at, relayed, position)
+            self._taken.last = (position, rows, bundle)
         if senders:
             self.senders.advance(senders)
         if self.replicas is not None:
@@ -379,8 +384,12 @@ class PlanJournal:
         Nothing to do for a bundle whose sender names itself."""
         if self.resends is None or senders or not position:
             return
-        ts = [timestamps] * len(rows) if isinstance(timestamps, int) else list(timestamps)
-        bundle = digest(stream, ts, rows)
+        last = getattr(self._taken, "last", None)
+        if last is not None and last[0] == position and last[1] is rows:
+            bundle = last[2]
+        else:
+            ts = [timestamps] * len(rows) if isinstance(timestamps, int) else list(timestamps)
+            bundle = digest(stream, ts, rows)
         with self.lock:
             if self.resends is not None:
                 self.resends.answered(position, bundle)

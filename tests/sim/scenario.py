@@ -322,15 +322,11 @@ class Sim:
         elif kind == "heartbeats":
             self.members[name].drop_heartbeats()
         elif kind == "partition":
-            others = [n for n in self.names if n != name]
-            other = rng.choice(others)
-            cut = {(name, other)} if detail == "one-way" else {(name, other), (other, name)}
+            cut = self._directions(name, detail)
             self.net.blocked |= cut
             self.world.after(lasting, self._heal, cut)
         elif kind == "slow":  # as `tc netem delay 50ms 300ms`: what crosses it lands late, out of step
-            others = [n for n in self.names if n != name]
-            other = rng.choice(others)
-            slowed = {(name, other)} if detail == "one-way" else {(name, other), (other, name)}
+            slowed = self._directions(name, detail)
             for direction in slowed:
                 self.net.slow[direction] = SLOW
             self.world.after(lasting, self._quicken, slowed)
@@ -340,6 +336,11 @@ class Sim:
             self.registry.skew += float(detail)
         elif kind == "sink":
             self.tx_sink.down_until = self.world.now + lasting
+
+    def _directions(self, name: str, detail: str) -> set[tuple[str, str]]:
+        """From `name` to another member drawn at random, and back unless `detail` is one-way."""
+        other = self.world.rng.choice([n for n in self.names if n != name])
+        return {(name, other)} if detail == "one-way" else {(name, other), (other, name)}
 
     def _heal(self, cut: set[tuple[str, str]]) -> None:
         self.net.blocked -= cut

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ha.resends import Resends, digest
 from tests.support.journals import Run
 
@@ -150,3 +152,25 @@ def test_a_record_never_answered_takes_resends_for_a_minute_only() -> None:
     resends.seen(bundle, at_ms=1_000, position=7)
     assert resends.unanswered(bundle, 60_999) == 7
     assert resends.unanswered(bundle, 61_001) is None
+
+
+def test_a_journal_answers_the_bundle_it_just_took_without_hashing_it_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.persistence import journal as journals
+
+    run = Run(tmp_path / "a")
+    run.journal.resends = Resends()
+    run.journal.lead(1, None)
+    hashed: list[str] = []
+
+    def counted(stream: str, ts: list[int], rows: list[tuple[object, ...]]) -> int:
+        hashed.append(stream)
+        return hash((stream, tuple(ts), tuple(rows)))
+
+    monkeypatch.setattr(journals, "digest", counted)
+    rows = [("k", 7)]
+    position = run.journal.send("In", rows, 7)
+    run.journal.answered(position, "In", rows, 7)
+    assert hashed == ["In"]
+    assert run.journal.send("In", [("k", 7)], 7) > position  # answered: an identical bundle is new
