@@ -132,11 +132,21 @@ class OutputGate(Generic[OriginT, FenceT]):
         self.released = delivered
 
     def carried_in(self, covers: int) -> None:
-        """Every output the notifier carried to this standby (after its state, before `live`)
-        has arrived: from now on it vouches for every position after `covers`. Until then it
-        vouches for nothing its state covers (`reset` to the state's position), for a join cut
-        short between the state and the last carried output would leave outputs unheld."""
+        """Every output the notifier carried to this standby with its state has arrived: from
+        now on it vouches for every position after `covers` (after `reset` to the state's
+        position it vouches for nothing the state covers)."""
         self.covers_after = covers
+
+    def install(
+        self, after: int, delivered: int, covers: int, carried: list[tuple[int, str, list[Event], OriginT]]
+    ) -> None:
+        """This standby installed a notifier's state covering `after`, with every output the
+        notifier carried with it (`carried`: position, stream id, events, origin): what it held
+        before is replaced, and it vouches for every position after `covers`."""
+        self.reset(after, delivered)
+        for position, stream_id, events, where in carried:
+            self.hold(position, stream_id, events, where)
+        self.carried_in(covers)
 
     def carried(self) -> tuple[list[tuple[str, list[Event], OriginT]], int, int]:
         """What a standby joining from a snapshot of this notifier needs to be able to take over

@@ -124,7 +124,7 @@ class Resume:
 @dataclass(frozen=True, slots=True)
 class State:
     """The notifier's state at `position` of log `log_id` (body: the state blob); its
-    unwritten outputs follow as `CarriedOutput`s."""
+    unwritten outputs follow as `carried` `CarriedOutput`s."""
 
     TAG: ClassVar[str] = "state"
     log_id: str
@@ -134,6 +134,7 @@ class State:
     recent: tuple[int, ...]  # digests of the last bundles sequenced (`ha.resends.Resends`)
     delivered: int  # outputs of every position up to this one are written
     covers: int  # the outputs carried cover every position after this one
+    carried: int = 0  # how many `CarriedOutput`s follow
     body: bytes = b""
 
 

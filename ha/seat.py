@@ -90,6 +90,24 @@ class PlanSeat:
         lease = self.role.lease
         return None if lease is None or lease.holder == self.node else lease.holder
 
+    @property
+    def notifier_term(self) -> tuple[str, int] | None:
+        """(holder, epoch) of the other member's lease, by what the store said last: what a
+        standby subscribes under (`leaves_join`)."""
+        lease = self.role.lease
+        return None if lease is None or lease.holder == self.node else (lease.holder, lease.epoch)
+
+    def leaves_join(self, joined_under: tuple[str, int] | None, live: bool) -> bool:
+        """Whether a standby leaves a subscription that is not live yet, made while the lease
+        named `joined_under`: the store has since named another holder or epoch, so the member
+        it joins was deposed. A join hears no expiry from its stream, and one joining a
+        notifier whose host vanished would otherwise wait out its silence deadline (10 s) while
+        the new notifier's clients (in full-active-active, this standby's as well) wait."""
+        if live or joined_under is None:
+            return False
+        lease = self.role.lease
+        return lease is not None and lease.holder != self.node and (lease.holder, lease.epoch) != joined_under
+
     def caught_up(self, streamed: bool, complete: bool, held: LogPosition) -> bool:
         """Whether this member may ask for the lease when it is free: its gate holds every output
         not known written (`complete`), and its log holds every record acknowledged, as far as it
@@ -123,15 +141,18 @@ class PlanSeat:
     def holds(self, now: float) -> bool:
         return self.role.holder.holds(now)
 
-    def takes_over(self, complete: bool, now: float) -> bool:
-        """Granted the lease as a standby (`Transition.TAKE_OVER`): whether to notify. Not when
+    def takes_over(self, complete: bool, now: float, follower_ended: bool = True) -> bool:
+        """Granted the lease as a standby (`Transition.TAKE_OVER`): whether to notify. Not while
+        its follower, told to stop, still applies what the old notifier sent
+        (`follower_ended` False: a large state being installed, a stalled disk): it would write
+        into the log and state this member notifies from. Not when
         its gate can no longer vouch for every output not known written (`complete`): a state
         the follower installed while the lease was being asked for replaced the outputs it held,
         and those the notifier carries after a state have not all arrived. Delivering from such
         a gate would skip outputs of acknowledged records for good (the old notifier, joining
         back from this member's state, forgets them too). It gives the lease back at once, so
         a member that holds them may take it, and asks again once its gate is whole."""
-        if complete:
+        if complete and follower_ended:
             return True
         self.role.declined(now)
         return False

@@ -10,14 +10,22 @@ standby whose plan was redeployed and asks for a state afresh) it sends a snapsh
 plan's state and the log position it covers, and the standby adopts the notifier's log from
 there.
 
-Pure logic. Imports nothing of ours but `ha.messages`.
+Pure logic. Imports nothing of ours but `engine.events` and `ha.messages`.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
+from engine.events import Event
 from ha.messages import Subscribe
+
+KEEPALIVE_SECONDS = 0.5  # a live stream with nothing to send repeats the last `Delivered`
+FOLLOW_SILENCE_SECONDS = 2.0  # a live standby that hears nothing this long counts the notifier gone
+JOIN_SILENCE_SECONDS = 10.0  # so does a joining one that gets no byte this long (a state is taken)
+
+OriginT = TypeVar("OriginT")  # an output's origin, as the gate keeps it
+StateT = TypeVar("StateT")  # a state as the caller installs it
 
 
 def resumes(request: Subscribe, log_id: str, term: int, first: int, last: int) -> bool:
@@ -31,29 +39,34 @@ def resumes(request: Subscribe, log_id: str, term: int, first: int, last: int) -
     )
 
 
-class SubscriberGate(Protocol):
+class SubscriberGate(Protocol[OriginT]):
     """What a subscription does to the standby's output gate (`ha.gate.OutputGate`)."""
 
-    def reset(self, after: int, delivered: int = 0) -> None: ...
-
-    def carried_in(self, covers: int) -> None: ...
+    def install(
+        self, after: int, delivered: int, covers: int, carried: list[tuple[int, str, list[Event], OriginT]]
+    ) -> None: ...
 
     def trim(self, through: int) -> None: ...
 
 
-class Subscription:
+Carried = tuple[
+    int, str, list[Event], OriginT
+]  # an output carried with a state: position, stream, events, origin
+
+
+class Subscription(Generic[OriginT, StateT]):
     """A standby's side of one subscription to the notifier, from its `Subscribe` to its end:
     what the notifier's messages mean for the standby's output gate and for its claim to be
-    able to take over. The caller applies records and installs states in its log and holds
-    the carried outputs in its gate; this keeps the rest, per subscription, for the node's
-    follower (`app.cluster.replication.Follower`) and the simulator alike:
+    able to take over. The caller applies records and installs states in its log; this keeps
+    the rest, per subscription, for the node's follower (`app.cluster.replication.Follower`)
+    and the simulator alike:
     - `Record`: applied only when it follows the log (`follows`);
-    - `State`: the gate forgets what it held and vouches for nothing the state covers
-      (`installed`) until every output the notifier carries after it has arrived, which `Live`
-      says: a subscription cut in between leaves the gate unable to vouch, and the cover a
-      state named is never applied by a later subscription (that one may resume after the
-      state without the carried outputs);
-    - `Live`: the gate vouches from the state's cover on (`went_live`);
+    - `State` and the `CarriedOutput`s it announces: kept (`state`, `carried`) until the last
+      of them has come; then the caller installs the state (`pending`) and the gate holds
+      exactly the carried outputs (`installed`). A join cut short in between changes nothing:
+      the standby keeps its log, state and held outputs, so a copy it had is never replaced by
+      one lacking outputs of acknowledged records;
+    - `Live`: the stream is live (`went_live`);
     - `Delivered`: the gate trims what the notifier wrote;
     - `Record`, `Live` and `Delivered` are acknowledged while live (`acknowledges`);
     - `Dropped`: it ends, not caught up (`ended(dropped=True)`); a gap ends it the same way (the
@@ -61,26 +74,46 @@ class Subscription:
       died, stopped, or the network failed) leaves the standby caught up if it was live.
     """
 
-    def __init__(self, gate: SubscriberGate) -> None:
+    def __init__(self, gate: SubscriberGate[OriginT]) -> None:
         self.gate = gate
         self.live = False
-        self._covers: int | None = None  # after a state: what its carried outputs cover, once all came
+        self._state: tuple[int, int, int, StateT] | None = None  # a state whose carried outputs still come
+        self._count = 0  # how many outputs the notifier carries with it
+        self._carried: list[Carried[OriginT]] = []
 
     @staticmethod
     def follows(position: int, held: int) -> bool:
         """Whether record `position` follows the standby's log at `held` (else: a gap)."""
         return position == held + 1
 
-    def installed(self, position: int, delivered: int, covers: int) -> None:
-        """The caller installed a `State` covering `position` (the notifier's outputs are known
-        written up to `delivered`, and its gate holds every output after `covers`)."""
-        self.gate.reset(position, delivered)
-        self._covers = covers
+    def state(self, position: int, delivered: int, covers: int, carried: int, state: StateT) -> None:
+        """A state covering `position` arrived (the notifier's outputs are known written up to
+        `delivered`, and its gate holds every output after `covers`): kept until the `carried`
+        outputs the notifier sends with it have all come."""
+        self._state = (position, delivered, covers, state)
+        self._count = carried
+        self._carried = []
+
+    def carried(self, output: Carried[OriginT]) -> None:
+        self._carried.append(output)
+
+    @property
+    def pending(self) -> StateT | None:
+        """A state whose carried outputs have all come: the caller installs it now and calls
+        `installed`."""
+        if self._state is None or len(self._carried) < self._count:
+            return None
+        return self._state[3]
+
+    def installed(self) -> None:
+        """The caller installed the pending state: the gate holds its carried outputs and
+        vouches for what they cover."""
+        assert self._state is not None and len(self._carried) >= self._count, "no state is pending"
+        position, delivered, covers, _ = self._state
+        self.gate.install(position, delivered, covers, self._carried)
+        self._state, self._carried = None, []
 
     def went_live(self) -> None:
-        if self._covers is not None:
-            self.gate.carried_in(self._covers)
-            self._covers = None
         self.live = True
 
     def delivered(self, through: int) -> None:
@@ -93,7 +126,9 @@ class Subscription:
 
     def ended(self, dropped: bool = False) -> bool:
         """The subscription ended (`dropped`: by the notifier, or by a gap); whether the standby
-        still counts itself caught up (it was live: it holds every record acknowledged)."""
+        still counts itself caught up (it was live: it holds every record acknowledged). A state
+        still pending is dropped with it."""
         caught_up = self.live and not dropped
         self.live = False
+        self._state, self._carried = None, []
         return caught_up

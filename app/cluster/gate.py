@@ -56,6 +56,12 @@ class LockedGate:
         with self._lock:
             self._gate.carried_in(covers)
 
+    def install(
+        self, after: int, delivered: int, covers: int, carried: list[tuple[int, str, list[Event], Origin]]
+    ) -> None:
+        with self._lock:
+            self._gate.install(after, delivered, covers, carried)
+
     def carried(self) -> tuple[list[tuple[str, list[Event], Origin]], int, int]:
         with self._lock:
             return self._gate.carried()

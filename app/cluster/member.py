@@ -290,12 +290,23 @@ class Cluster:
     def _decide(self, plan: _Plan) -> None:
         now = time.monotonic()
         follower = plan.follower
+        if follower is not None and follower.stopping:
+            return  # a takeover declined while it still applied the old notifier's stream
+        if follower is not None and follower.ended and not self._stop.is_set() and not plan.epoch:
+            plan.follower = follower = self._follower(plan)  # the stopped one's thread has ended
+            follower.start()
         seat = plan.seat
         if seat.must_look_up or (follower is not None and not follower.live):
             # who holds the lease (None: it was never granted), read when due: a standby that is
             # joining (or between subscriptions) hears of no expiry from a stream, and one
             # joining a notifier whose host vanished would wait out the join's silence deadline
             self._notifier_address(plan)
+            if follower is not None:
+                with plan.seat_lock:
+                    leaves = seat.leaves_join(follower.joined_under, follower.live)
+                if leaves:
+                    log.info("plan %s: the lease names another notifier now: leaving the join", plan.name)
+                    follower.leave_join()
         alive = self.membership.alive(now)
         situation = Situation(
             now=now,
@@ -390,19 +401,20 @@ class Cluster:
         epoch = role.holder.epoch
         assert epoch is not None
         started = time.monotonic()
-        if plan.follower is not None:
-            plan.follower.stop()
-            plan.follower = None
+        ended = plan.follower is None or plan.follower.stop()
+        if ended:
+            plan.follower = None  # else kept, stopping: the next follower starts once its thread ended
         with plan.seat_lock:
-            takes = plan.seat.takes_over(plan.gate.complete, time.monotonic())
+            takes = plan.seat.takes_over(plan.gate.complete, time.monotonic(), ended)
         if not takes:
             self._release_lease(plan)
             log.warning(
-                "plan %s: granted the notifier lease (epoch %d) while joining from the notifier's "
-                "snapshot, before all the outputs it carries had arrived: gave it back, joining again",
+                "plan %s: granted the notifier lease (epoch %d) %s: gave it back, joining again",
                 plan.name, epoch,
+                "while joining from the notifier's snapshot, before all the outputs it carries had arrived"
+                if ended else "while the follower still applied what the old notifier sent",
             )  # fmt: skip
-            if not self._stop.is_set():
+            if ended and not self._stop.is_set():
                 plan.follower = self._follower(plan)
                 plan.follower.start()
             return
@@ -492,7 +504,7 @@ class Cluster:
         return Follower(
             plan.journal,
             plan.gate,
-            notifier=lambda: self._notifier_address(plan),
+            notifier=lambda: self._notifier(plan),
             connect=lambda address: connect(address, self.me, "replicate", self.settings.secret),
             install=lambda blob: self._install(plan.name, blob),
             ended=lambda: self._stream_ended(plan),
@@ -500,6 +512,12 @@ class Cluster:
 
     def _notifier_address(self, plan: _Plan) -> str | None:
         """Where the plan's notifier is, as the registry said at most `renew_ms` ago."""
+        notifier = self._notifier(plan)
+        return None if notifier is None else notifier[0]
+
+    def _notifier(self, plan: _Plan) -> tuple[str, tuple[str, int] | None] | None:
+        """Where the plan's notifier is and the lease's (holder, epoch) that names it, as the
+        registry said at most `renew_ms` ago."""
         now = time.monotonic()
         ended = plan.follower.ended_at if plan.follower is not None else None
         with plan.seat_lock:
@@ -514,8 +532,9 @@ class Cluster:
             if lease is None:
                 return None  # never granted: nobody notifies
         with plan.seat_lock:
-            holder = plan.seat.notifier
-        return None if holder is None else self._addresses.get(holder)
+            term = plan.seat.notifier_term
+        address = None if term is None else self._addresses.get(term[0])
+        return None if address is None else (address, term)
 
     def _registry_loop(self) -> None:
         """Once a second: this member's row in the registry (for the console), the operators'

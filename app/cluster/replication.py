@@ -71,15 +71,18 @@ from ha.messages import (
     Subscribe,
 )
 from ha.ports import LogPosition
-from ha.subscription import Subscription, resumes
+from ha.subscription import (
+    FOLLOW_SILENCE_SECONDS,
+    JOIN_SILENCE_SECONDS,
+    KEEPALIVE_SECONDS,
+    Subscription,
+    resumes,
+)
 
 log = logging.getLogger(__name__)
 
 MAX_QUEUED = 200_000  # records a standby may be behind before it is dropped
 STATE_RETRY_SECONDS = 10.0  # before a standby asks again for a state that did not fit
-KEEPALIVE_SECONDS = 0.5  # a live stream with nothing to send repeats the last `Delivered`
-FOLLOW_SILENCE_SECONDS = 2.0  # a live standby that hears nothing this long counts the notifier gone
-JOIN_SILENCE_SECONDS = 10.0  # so does a joining one that gets no byte this long (a state is taken)
 
 
 class _Subscriber:
@@ -254,7 +257,9 @@ class Sequencer:
             if state is None:
                 connection.send(Resume(log_id, start, term, clock))
             else:
-                connection.send(State(log_id, start, term, clock, recent, delivered, covers, state.encode()))
+                connection.send(
+                    State(log_id, start, term, clock, recent, delivered, covers, len(carried), state.encode())
+                )
                 for stream_id, events, where in carried:  # outputs not known written: it holds them too
                     out = Events(stream_id, [e.timestamp for e in events], [tuple(e.data) for e in events])
                     expired = tuple(i for i, e in enumerate(events) if e.expired)
@@ -313,7 +318,9 @@ class Sequencer:
 class Follower:
     """A standby's subscription to its plan's notifier, kept up by a thread until `stop`.
 
-    `notifier()` names where the notifier is reachable (None: none known yet); `connect(address)`
+    `notifier()` names where the notifier is reachable and the lease's (holder, epoch) naming it
+    (None: none known yet), recorded with each subscription (`joined_under`) so that a join the
+    lease has since moved away from is left (`leave_join`); `connect(address)`
     opens a connection to it; `install(blob)` replaces the plan's state with the notifier's;
     `ended()` is called when a subscription ends (the notifier may have handed over or died).
     """
@@ -322,7 +329,7 @@ class Follower:
         self,
         journal: PlanJournal,
         gate: LockedGate,
-        notifier: Callable[[], str | None],
+        notifier: Callable[[], tuple[str, tuple[str, int] | None] | None],
         connect: Callable[[str], Connection],
         install: Callable[[bytes], Any],
         ended: Callable[[], object] = lambda: None,
@@ -333,10 +340,11 @@ class Follower:
         self._connect = connect
         self._install = install
         self._ended = ended
+        self.joined_under: tuple[str, int] | None = None  # the lease's (holder, epoch) at subscribing
         self._stop = threading.Event()
         self._connection: Connection | None = None
         self._connecting = False  # opening a connection to the notifier (stop does not wait for it)
-        self._subscription: Subscription | None = None  # the one it follows now
+        self._subscription: Subscription[Origin, State] | None = None  # the one it follows now
         self.ended_live = False  # the last subscription ended while live (the notifier died)
         self.ended_at = 0.0  # when a subscription last ended (monotonic seconds)
         self._fresh = False  # ask for the notifier's state instead of resuming (a redeploy)
@@ -346,16 +354,31 @@ class Follower:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self) -> None:
-        """Stop following; returns once the thread applies nothing more. A thread still opening
-        a connection (a paused notifier accepts it and never answers the handshake) is not
-        waited for: it sees the stop as soon as the connection opens, before it subscribes."""
+    def stop(self, wait: float = 5.0) -> bool:
+        """Stop following; whether the thread applies nothing more (`ended`), waiting up to
+        `wait` seconds for it. A thread still opening a connection (a paused notifier accepts
+        it and never answers the handshake) is not waited for: it sees the stop as soon as the
+        connection opens, before it subscribes. False: it is still applying what the notifier
+        sent (a large state being installed, a stalled disk), and this member must not notify
+        from its log and state until it has ended."""
         self._stop.set()
         connection = self._connection
         if connection is not None:
             connection.close()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
-            self._thread.join(0.1 if self._connecting else 5)
+            self._thread.join(0.1 if self._connecting else wait)
+        return self.ended
+
+    @property
+    def ended(self) -> bool:
+        """Whether its thread applies nothing more: it ended (or never started), or it is stopped
+        while opening a connection."""
+        return not self._thread.is_alive() or (self._stop.is_set() and self._connecting)
+
+    @property
+    def stopping(self) -> bool:
+        """Stopped, its thread still applying what the notifier sent."""
+        return self._stop.is_set() and not self.ended
 
     def resync(self) -> None:
         """Take the notifier's state anew (this member's plan was redeployed): end the subscription
@@ -365,6 +388,13 @@ class Follower:
         self._resyncs += 1
         connection = self._connection
         if connection is not None:
+            connection.close()
+
+    def leave_join(self) -> None:
+        """End a subscription that is not live yet (the lease names another notifier now, see
+        `ha.seat.PlanSeat.leaves_join`): the thread subscribes again to whoever notifies."""
+        connection = self._connection
+        if connection is not None and not self.live:
             connection.close()
 
     @property
@@ -381,10 +411,11 @@ class Follower:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            address = self._notifier()
-            if address is None:
+            notifier = self._notifier()
+            if notifier is None:
                 self._stop.wait(0.05)
                 continue
+            address, self.joined_under = notifier
             try:
                 self._follow(address)  # returned: stopped, or that member is not the notifier (yet)
             except PeerError as exc:
@@ -425,7 +456,8 @@ class Follower:
         if self._stop.is_set():
             return
         resyncs = self._resyncs  # a state asked for before a later `resync` does not end that one
-        subscription = self._subscription = Subscription(self.gate)
+        subscription = Subscription[Origin, State](self.gate)
+        self._subscription = subscription
         connection.send(
             Subscribe(
                 journal.plan, journal.log_id, journal.position, journal.term, journal.deployed, self._fresh
@@ -433,29 +465,23 @@ class Follower:
         )
         while not self._stop.is_set():
             message = connection.recv(idle=FOLLOW_SILENCE_SECONDS if self.live else JOIN_SILENCE_SECONDS)
-            if isinstance(message, Record):
+            if isinstance(message, State | CarriedOutput):
+                if isinstance(message, State):
+                    self.ended_live = False
+                    subscription.state(
+                        message.position, message.delivered, message.covers, message.carried, message
+                    )
+                else:
+                    subscription.carried(_carried(journal.plan, message))
+                state = subscription.pending
+                if state is not None:  # with every output the notifier carries with it
+                    self._adopt(state, resyncs)
+                    subscription.installed()
+            elif isinstance(message, Record):
                 journal.apply(message.position, message.body)  # a gap raises: the subscription ends
                 if subscription.acknowledges:
                     journal.on_disk()  # under fsync "always", a record is acknowledged once on disk
                     connection.send(Ack(journal.position, self.gate.complete))
-            elif isinstance(message, State):
-                self.ended_live = False
-                annex = self._install(message.body)
-                journal.adopt(
-                    message.log_id,
-                    message.position,
-                    message.clock,
-                    message.term,
-                    list(message.recent),
-                    annex.get("senders", ()) if isinstance(annex, dict) else (),
-                )
-                if self._resyncs == resyncs:
-                    self._fresh = False
-                # the notifier's unwritten outputs follow: until they all have (`Live`), this
-                # gate vouches for nothing the state covers
-                subscription.installed(message.position, message.delivered, message.covers)
-            elif isinstance(message, CarriedOutput):
-                self.gate.hold(*_carried(journal.plan, message))
             elif isinstance(message, Resume):
                 self.ended_live = False
                 journal.resume(message.term)
@@ -477,8 +503,23 @@ class Follower:
                 log.warning("plan %s: the notifier dropped this standby: %s", journal.plan, message.why)
                 return
 
+    def _adopt(self, state: State, resyncs: int) -> None:
+        """Install the notifier's `state` and adopt its log (`resyncs`: the count of `resync`
+        asks when the subscription began: a later one still wants a state)."""
+        annex = self._install(state.body)
+        self.journal.adopt(
+            state.log_id,
+            state.position,
+            state.clock,
+            state.term,
+            list(state.recent),
+            annex.get("senders", ()) if isinstance(annex, dict) else (),
+        )
+        if self._resyncs == resyncs:
+            self._fresh = False
 
-def _carried(plan: str, message: CarriedOutput) -> tuple[str, list[Event], Origin]:
+
+def _carried(plan: str, message: CarriedOutput) -> tuple[int, str, list[Event], Origin]:
     """An output the notifier held when this standby joined, as the gate holds it."""
     record = decode(message.body)
     if not isinstance(record, Events):
@@ -489,4 +530,9 @@ def _carried(plan: str, message: CarriedOutput) -> tuple[str, list[Event], Origi
         Event(ts, row, i in expired)
         for i, (ts, row) in enumerate(zip(record.timestamps, record.rows, strict=True))
     ]
-    return record.stream, events, Origin(plan, message.log_id, message.position, message.index)
+    return (
+        message.position,
+        record.stream,
+        events,
+        Origin(plan, message.log_id, message.position, message.index),
+    )

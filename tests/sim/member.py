@@ -41,6 +41,9 @@ from ha.ports import Lease, LogPosition
 from ha.resends import SETTLED, WAITING, DirectCopies, Resends
 from ha.roles import Action, Situation, Transition
 from ha.seat import PlanSeat, Report
+from ha.subscription import FOLLOW_SILENCE_SECONDS as SILENCE
+from ha.subscription import JOIN_SILENCE_SECONDS as JOIN_SILENCE
+from ha.subscription import KEEPALIVE_SECONDS as KEEPALIVE
 from ha.subscription import Subscription, resumes
 from tests.sim.outside import FAILED, Adapter, Write
 from tests.sim.world import FIN, RESET, Conn
@@ -56,9 +59,6 @@ HEARTBEAT = TIMEOUTS.heartbeat_ms / 1000
 RELAY_WAIT = 5.0
 FULL_WAIT = 2.0  # as the node's [adapters] full_wait_ms: how long a bundle waits for room
 COPY_WAIT = 5.0  # as the journal's COPY_WAIT_SECONDS
-KEEPALIVE = 0.5  # as replication's KEEPALIVE_SECONDS: a quiet stream says it lives this often
-SILENCE = 2.0  # as replication's FOLLOW_SILENCE_SECONDS: a live stream quiet this long is dead
-JOIN_SILENCE = 10.0  # as replication's JOIN_SILENCE_SECONDS: so is a joining one
 TEXT = "the plan"
 
 
@@ -155,7 +155,10 @@ class Member:
         # following
         self.follow_conn: Conn | None = None
         self.heard_at = 0.0  # when the followed notifier last sent anything
-        self.subscription: Subscription | None = None  # the one it follows now (`ha.subscription`)
+        self.subscription: Subscription[tuple[str, int, int], tuple[State, Any]] | None = (
+            None  # the one it follows now (`ha.subscription`)
+        )
+        self.joined_under: tuple[str, int] | None = None  # the lease's (holder, epoch) when it subscribed
         self.delivered_through = 0  # as notifier: the last position its standbys were told is written
         self.ended_live = False
         self.ended_at: float | None = None
@@ -298,6 +301,11 @@ class Member:
     def _round_decide(self) -> None:
         self.round_pending = False
         now = self.world.now
+        conn = self.follow_conn
+        if conn is not None and self.seat.leaves_join(self.joined_under, self.live):
+            self.world.trace(f"{self.name} leaves its join: the lease names another notifier now")
+            self.net.close(conn, self.name)  # as the node's `Follower.leave_join`
+            self._ended(conn, True)
         situation = Situation(
             now=now,
             alive=self.membership.alive(now),
@@ -748,6 +756,7 @@ class Member:
                 self.follow_conn = conn
                 self.heard_at = self.world.now
                 self.subscription = Subscription(self.gate)
+                self.joined_under = self.seat.notifier_term
                 self.world.after(KEEPALIVE, self._guard, self._silence_check, conn)
                 disk = self.disk
                 self.net.send(
@@ -802,6 +811,22 @@ class Member:
         self.heard_at = self.world.now
         subscription = self.subscription
         assert subscription is not None
+        if isinstance(message, State | CarriedOutput):
+            if isinstance(message, State):
+                self.ended_live = False
+                subscription.state(
+                    message.position, message.delivered, message.covers, message.carried, (message, extra)
+                )
+            else:
+                position, stream, events = extra
+                subscription.carried(
+                    (position, stream, events, (message.log_id, message.position, message.index))
+                )
+            pending = subscription.pending
+            if pending is not None:  # as the node's follower: with every output carried with it
+                self._adopt(*pending)
+                subscription.installed()
+            return
         if isinstance(message, Record):
             term, bundle = extra
             if not subscription.follows(message.position, disk.position):  # a gap: it cannot apply it
@@ -816,23 +841,6 @@ class Member:
             self.sim.note_append(self, disk.position, bundle)
             if subscription.acknowledges:
                 self.net.send(conn, self.name, (Ack(disk.position, self.gate.complete), None))
-        elif isinstance(message, State):
-            self.ended_live = False
-            entries, log_id = extra
-            disk.entries = list(entries)
-            disk.log_id = log_id
-            disk.durable = disk.position if self.sim.fsync == "always" else min(disk.durable, disk.position)
-            disk.term = message.term
-            self.resends.replace(message.recent, message.position)
-            if self.copies is not None:
-                self.copies.renumbered()
-                for digest in message.recent:  # in the state's log, at or before its position
-                    self.copies.sequenced(digest, message.position)
-                self._copies_settled()
-            subscription.installed(message.position, message.delivered, message.covers)
-        elif isinstance(message, CarriedOutput):
-            position, stream, events = extra
-            self.gate.hold(position, stream, events, (message.log_id, message.position, message.index))
         elif isinstance(message, Resume):
             self.ended_live = False
             disk.term = message.term
@@ -853,6 +861,20 @@ class Member:
             self.ended_live = subscription.ended(dropped=True)
             self._stop_following()
 
+    def _adopt(self, message: State, extra: Any) -> None:
+        disk = self.disk
+        entries, log_id = extra
+        disk.entries = list(entries)
+        disk.log_id = log_id
+        disk.durable = disk.position if self.sim.fsync == "always" else min(disk.durable, disk.position)
+        disk.term = message.term
+        self.resends.replace(message.recent, message.position)
+        if self.copies is not None:
+            self.copies.renumbered()
+            for digest in message.recent:  # in the state's log, at or before its position
+                self.copies.sequenced(digest, message.position)
+            self._copies_settled()
+
     def _serve(self, conn: Conn, request: Subscribe) -> None:
         if not self.leading or self.rule is None:
             self.net.send(conn, self.name, (NotNotifier(), None))
@@ -865,7 +887,9 @@ class Member:
         else:
             carried, delivered, covers = self.gate.carried()
             recent = tuple(self.resends.recent())
-            state = State(disk.log_id, start, disk.term, self.now_ms(), recent, delivered, covers)
+            state = State(
+                disk.log_id, start, disk.term, self.now_ms(), recent, delivered, covers, len(carried)
+            )
             self.net.send(conn, self.name, (state, (tuple(disk.entries), disk.log_id)))
             for stream, events, (log_id, position, index) in carried:
                 self.net.send(

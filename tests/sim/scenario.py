@@ -472,6 +472,8 @@ class Sim:
                     + (
                         "does not count itself caught up"
                         if m.gate.complete
+                        else f"cannot vouch for the outputs it dropped past its bound ({m.gate.dropped})"
+                        if m.gate.dropped
                         else "cannot vouch for the outputs before its state (a join cut short)"
                     )
                 )

@@ -17,6 +17,7 @@ from engine.events import Event
 from ha.acks import Acknowledgements
 from ha.gate import OutputGate
 from ha.lease import Holder
+from ha.messages import CarriedOutput, Live, State
 from ha.ports import Lease
 from ha.resends import SETTLED, DirectCopies, Resends
 from ha.roles import PlanRole
@@ -205,14 +206,66 @@ def _joining_reads_no_lease(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Member, "_reads_lease", lambda self: self.seat.must_look_up)
 
 
+def _joins_outlast_the_lease(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before its fix: a join is left only when its stream ends (its silence deadline, 10 s)."""
+    monkeypatch.setattr(PlanSeat, "leaves_join", lambda self, joined_under, live: False)
+
+
+def _states_replace_the_copy_on_arrival(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before its fix: a standby installs a state as it arrives, and its gate vouches for what
+    the state covers only once the stream is live (the carried outputs all came)."""
+    follow = Member._follow
+    covers: dict[int, int] = {}
+
+    def eager(self: Member, conn: Any, message: Any, extra: Any) -> None:
+        if conn is self.follow_conn and isinstance(message, State | CarriedOutput):
+            self.heard_at = self.world.now
+        if conn is self.follow_conn and isinstance(message, State):
+            self.ended_live = False
+            self._adopt(message, extra)
+            self.gate.reset(message.position, message.delivered)
+            covers[id(self.subscription)] = message.covers
+        elif conn is self.follow_conn and isinstance(message, CarriedOutput):
+            position, stream, events = extra
+            self.gate.hold(position, stream, events, (message.log_id, message.position, message.index))
+        else:
+            if conn is self.follow_conn and isinstance(message, Live) and id(self.subscription) in covers:
+                self.gate.carried_in(covers.pop(id(self.subscription)))
+            follow(self, conn, message, extra)
+
+    monkeypatch.setattr(Member, "_follow", eager)
+
+
+def _joins_read_no_lease_and_outlast_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before both fixes of a join stuck on a vanished notifier: its member reads the lease
+    only when a stream ended (it may take over), and it leaves the join only at its deadline."""
+    _joining_reads_no_lease(monkeypatch)
+    _joins_outlast_the_lease(monkeypatch)
+
+
+def _a_grant_mid_join_is_taken_on_a_torn_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before both fixes: a state replaces the standby's copy as it arrives, and a grant while
+    the outputs carried with it are still on their way is taken."""
+    _a_grant_mid_join_is_taken(monkeypatch)
+    _states_replace_the_copy_on_arrival(monkeypatch)
+
+
 UNDO: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
+    "a standby installs the notifier's state as it arrives: a join cut before the outputs carried "
+    "with it came leaves a member that holds acknowledged records but not their outputs (and "
+    "replaced any whole copy it had), and the plan waits for an operator": (
+        _states_replace_the_copy_on_arrival
+    ),
+    "a standby joining a notifier whose host vanished stays on that dead connection for the "
+    "join's 10 s after a new notifier took over: in full-active-active its clients wait for its "
+    "answers, and the schedule ends before they all got one": _joins_outlast_the_lease,
     "a standby joining a notifier whose host vanished reads the lease only once the join's "
-    "silence deadline ends it: the plan has no notifier for 10 s": _joining_reads_no_lease,
+    "silence deadline ends it: the plan has no notifier for 10 s": _joins_read_no_lease_and_outlast_it,
     "a foreign client's bundle refused after it was logged and processed is processed again when resent": (
         _refused_records_forgotten
     ),
     "a standby granted the lease while it joins from the notifier's state, before the outputs "
-    "the notifier carries after it have arrived, notifies without them": _a_grant_mid_join_is_taken,
+    "the notifier carries after it have arrived, notifies without them": _a_grant_mid_join_is_taken_on_a_torn_copy,
     "a new notifier delivers the outputs of records it inherited before the lease requires them: "
     "a member lacking them is granted the lease next and processes the client's resend again": (
         _inherited_outputs_go_at_once

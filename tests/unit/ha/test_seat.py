@@ -156,6 +156,30 @@ def test_a_standby_granted_the_lease_with_a_gate_that_does_not_vouch_gives_it_ba
     assert not seat.holds(0.04) and seat.epoch == 0
 
 
+def test_a_standby_granted_the_lease_while_its_follower_still_applies_the_old_stream_gives_it_back() -> None:
+    seat = PlanSeat("p", "a", T)
+    assert seat.answered(0.0, lease("a", 2), 0.0, ASKED) is Transition.TAKE_OVER
+    assert not seat.takes_over(complete=True, now=0.01, follower_ended=False)
+    assert not seat.holds(0.02) and seat.epoch == 0
+
+
+def test_a_join_is_left_once_the_lease_names_another_notifier_and_a_live_stream_never_is() -> None:
+    seat = PlanSeat("p", "b", T)
+    assert seat.notifier_term is None
+    seat.looked_up_at(0.0, lease("a", 3))
+    joined_under = seat.notifier_term
+    assert joined_under == ("a", 3)
+    assert not seat.leaves_join(joined_under, live=False)
+    seat.looked_up_at(0.3, lease("c", 4))  # a's host vanished mid-join; c took over
+    assert seat.leaves_join(joined_under, live=False)
+    assert not seat.leaves_join(joined_under, live=True), "a live stream hears of the change itself"
+    seat.looked_up_at(0.6, lease("a", 5))  # the same member, another term
+    assert seat.leaves_join(joined_under, live=False)
+    seat.looked_up_at(0.9, lease("b", 6))  # this member: its takeover stops the follower
+    assert not seat.leaves_join(joined_under, live=False)
+    assert not seat.leaves_join(None, live=False)
+
+
 def test_a_new_notifier_delivers_what_it_inherited_only_after_settling_its_log() -> None:
     seat = notifying()
     assert seat.takeover_delivery(after=7, delivered=3, taken_through=0) == (0, 7)

@@ -1,5 +1,5 @@
 """A standby resumes only inside the notifier's log and term; anything else takes a snapshot.
-On the standby's side, a subscription's state vouches for its outputs only once they all came."""
+On the standby's side, a state is installed only with every output the notifier carried with it."""
 
 from __future__ import annotations
 
@@ -33,29 +33,38 @@ def standby_gate() -> OutputGate[int, str]:
     return OutputGate("p", lambda stream, events, origin, fence: None)
 
 
-def test_a_state_vouches_for_the_outputs_it_covers_only_once_the_subscription_is_live() -> None:
+def test_a_state_is_installed_once_every_output_it_announces_came() -> None:
     gate = standby_gate()
-    joining = Subscription(gate)
-    joining.installed(position=10, delivered=4, covers=4)
-    gate.hold(7, "out", [Event(7, [7])], 7)  # a carried output
-    assert not gate.complete and not joining.acknowledges
+    joining: Subscription[int, str] = Subscription(gate)
+    joining.state(position=10, delivered=4, covers=4, carried=2, state="snapshot")
+    joining.carried((7, "out", [Event(7, [7])], 7))
+    assert joining.pending is None and gate.held == 0  # nothing changes before the last came
+    joining.carried((8, "out", [Event(8, [8])], 8))
+    assert joining.pending == "snapshot"
+    joining.installed()
+    assert joining.pending is None and gate.held == 2 and gate.complete
+    bare: Subscription[int, str] = Subscription(standby_gate())
+    bare.state(position=3, delivered=3, covers=3, carried=0, state="s")
+    assert bare.pending == "s"  # every output written: nothing follows
+    assert not joining.acknowledges
     joining.went_live()
-    assert gate.complete and joining.acknowledges
+    assert joining.acknowledges
     joining.delivered(10)
     assert gate.held == 0
 
 
-def test_a_join_cut_short_leaves_the_gate_unable_to_vouch_even_when_the_next_subscription_resumes() -> None:
-    """The state came, the carried outputs did not: the next subscription resumes after the
-    state (its log holds it) and goes live, but the first one's cover is not its to apply."""
+def test_a_join_cut_short_changes_nothing_the_standby_held() -> None:
+    """The state came, the carried outputs may not all have: the standby keeps the copy it had
+    (its log, state and held outputs), complete as it was."""
     gate = standby_gate()
-    cut = Subscription(gate)
-    cut.installed(position=10, delivered=4, covers=4)
+    gate.hold(3, "out", [Event(3, [3])], 3)  # what it held from an earlier subscription
+    cut: Subscription[int, str] = Subscription(gate)
+    cut.state(position=10, delivered=4, covers=4, carried=2, state="snapshot")
+    cut.carried((7, "out", [Event(7, [7])], 7))
     assert cut.ended() is False  # never live: not caught up
-    resumed = Subscription(gate)  # `Resume` from position 10
+    assert cut.pending is None and gate.held == 1 and gate.covers_after == 0 and gate.complete
+    resumed: Subscription[int, str] = Subscription(gate)  # the next one resumes its own log
     resumed.went_live()
-    assert not gate.complete  # it may take over only once the notifier reports 10 written
-    resumed.delivered(10)
     assert gate.complete
 
 

@@ -71,7 +71,7 @@ def test_members_with_the_secret_exchange_messages_with_bodies(server: tuple[Pee
     [
         Heartbeat("10.0.0.1:4000", {"a": "10.0.0.2:4000", "b": None}),
         Subscribe("p", "log-1", 17, 3, None, True),
-        State("log-1", 5, 2, 1_000, (1, 2**63 - 1), 4, 3, b"\x00state"),
+        State("log-1", 5, 2, 1_000, (1, 2**63 - 1), 4, 3, 2, b"\x00state"),
         CarriedOutput("log-1", 5, 2, (0, 3), b"events"),
         Ack(9, True),
         Dropped("not acknowledged"),

@@ -52,7 +52,7 @@ def subscribed(sequencer: Sequencer, standby: Run) -> tuple[PeerServer, Follower
     follower = Follower(
         standby.journal,
         LockedGate("p", no_outputs),
-        notifier=lambda: f"127.0.0.1:{server.port}",
+        notifier=lambda: (f"127.0.0.1:{server.port}", None),
         connect=lambda address: connect(address, "b", "replicate", SECRET),
         install=standby.runtime.restore,
     )
@@ -79,7 +79,7 @@ def follower_of(
     return Follower(
         standby.journal,
         LockedGate("p", no_outputs),
-        notifier=notifier,
+        notifier=lambda: (notifier(), None),
         connect=lambda address: connect(address, "b", "replicate", SECRET),
         install=install or standby.runtime.restore,
         ended=ended,
@@ -247,6 +247,78 @@ def test_a_live_standby_keeps_a_quiet_notifier_and_leaves_a_silent_one(
         server.stop()
 
 
+def test_a_join_whose_notifier_was_deposed_is_left_for_the_new_one_at_once(tmp_path: Path) -> None:
+    """A standby joining a notifier whose host vanished hears nothing (no FIN, no RST) until its
+    join's silence deadline, 10 s. Once the lease names another member, it leaves that join
+    (`leave_join`, from the node's round) and subscribes to the new notifier."""
+    notifier, sequencer = notifying(tmp_path)
+    server = serving(sequencer)
+    released = threading.Event()
+
+    def vanished(connection: Connection) -> None:  # accepts, reads the subscription, says nothing
+        connection.recv()
+        released.wait(30)
+
+    gone = PeerServer("127.0.0.1", 0, "a", SECRET, vanished)
+    gone.start()
+    target = [(f"127.0.0.1:{gone.port}", ("a", 1))]
+    standby = Run(tmp_path / "b", Wall(10**12))
+    standby.journal.follow(None)
+    follower = Follower(
+        standby.journal,
+        LockedGate("p", no_outputs),
+        notifier=lambda: target[0],
+        connect=lambda address: connect(address, "b", "replicate", SECRET),
+        install=standby.runtime.restore,
+    )
+    try:
+        follower.start()
+        wait(lambda: follower.joined_under == ("a", 1), "the standby to join the vanished notifier")
+        time.sleep(0.3)
+        assert not follower.live
+        target[0] = (f"127.0.0.1:{server.port}", ("c", 2))
+        started = time.monotonic()
+        follower.leave_join()
+        wait(lambda: follower.live, "the standby to join the new notifier")
+        assert time.monotonic() - started < replication.JOIN_SILENCE_SECONDS / 2
+        assert follower.joined_under == ("c", 2)
+        assert standby.journal.position == notifier.journal.position
+    finally:
+        released.set()
+        follower.stop()
+        gone.stop()
+        server.stop()
+
+
+def test_a_follower_stopped_while_it_installs_a_state_says_so_until_its_thread_ended(tmp_path: Path) -> None:
+    """A takeover must not start while the follower still writes into the log and state the
+    new notifier would notify from: `stop` says whether its thread ended."""
+    notifier, sequencer = notifying(tmp_path)
+    server = serving(sequencer)
+    standby = Run(tmp_path / "b", Wall(10**12))
+    installing, finish = threading.Event(), threading.Event()
+
+    def slow_install(blob: bytes) -> Any:  # a large state, or a stalled disk
+        installing.set()
+        finish.wait(30)
+        return standby.runtime.restore(blob)
+
+    standby.journal.follow(None)
+    follower = following(standby, server, LockedGate("p", no_outputs), slow_install)
+    try:
+        follower.start()
+        wait(installing.is_set, "the standby to install the notifier's state")
+        assert follower.stop(wait=0.2) is False
+        assert follower.stopping and not follower.ended
+        finish.set()
+        wait(lambda: follower.ended, "the follower's thread to end")
+        assert not follower.stopping and follower.stop() is True
+    finally:
+        finish.set()
+        follower.stop()
+        server.stop()
+
+
 def test_a_standby_joined_from_a_snapshot_gets_the_unwritten_outputs_and_may_take_over_at_once(
     tmp_path: Path,
 ) -> None:
@@ -283,7 +355,7 @@ def test_a_standby_joined_from_a_snapshot_gets_the_unwritten_outputs_and_may_tak
     follower = Follower(
         standby.journal,
         standby_gate,
-        notifier=lambda: f"127.0.0.1:{server.port}",
+        notifier=lambda: (f"127.0.0.1:{server.port}", None),
         connect=lambda address: connect(address, "b", "replicate", SECRET),
         install=standby.runtime.restore,
     )
@@ -346,7 +418,7 @@ def test_the_notifier_makes_the_lease_require_what_a_standby_of_its_term_may_lac
     follower = Follower(
         standby.journal,
         LockedGate("p", no_outputs),
-        notifier=lambda: f"127.0.0.1:{server.port}" if reachable else None,
+        notifier=lambda: (f"127.0.0.1:{server.port}", None) if reachable else None,
         connect=lambda address: connect(address, "b", "replicate", SECRET),
         install=standby.runtime.restore,
     )
@@ -397,7 +469,7 @@ def following(
     return Follower(
         standby.journal,
         gate,
-        notifier=lambda: f"127.0.0.1:{server.port}",
+        notifier=lambda: (f"127.0.0.1:{server.port}", None),
         connect=lambda address: connect(address, "b", "replicate", SECRET),
         install=install,
     )
