@@ -55,7 +55,11 @@ class OutputGate(Generic[OriginT, FenceT]):
         self.dropped = 0  # outputs dropped past `max_events`
 
     def hold(self, position: int, stream_id: str, events: list[Event], where: OriginT) -> None:
-        """The outputs `events` of the record at `position`, the first's origin `where`."""
+        """The outputs `events` of the record at `position`, the first's origin `where`; not
+        held when they are known written already (a standby behind the notifier's report, a
+        restart replaying its log after the position it kept as written)."""
+        if position <= self.delivered:
+            return
         self._held.append((position, stream_id, events, where))
         self._events += len(events)
         while self._events > self._max_events and (self._sent or self._held):

@@ -591,6 +591,7 @@ class Cluster:
             if report is Report.TRIM:
                 plan.gate.trim(released)
                 sequencer.delivered(released)
+                plan.journal.keep_delivered(released, time.monotonic(), leading=True)
             elif report is Report.REDELIVER:
                 # a fence refused writes while the lease lapsed on this node's clock, and it holds
                 # the lease again: no next notifier will deliver them, so this one does, again

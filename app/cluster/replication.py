@@ -491,6 +491,7 @@ class Follower:
                 connection.send(Ack(journal.position, self.gate.complete))
             elif isinstance(message, Delivered):
                 subscription.delivered(message.position)
+                journal.keep_delivered(self.gate.delivered, time.monotonic(), leading=False)
                 if subscription.acknowledges:
                     journal.on_disk()
                     connection.send(Ack(journal.position, self.gate.complete))

@@ -168,7 +168,7 @@ class PlanManager:
                         if self._restore is not None and persistent(plan):
                             self._restore_into(plan, fresh)
                         elif fresh.journal is not None:
-                            self._recover_log(fresh.journal)
+                            self._recover_log(fresh.journal, fresh.gate)
                     finally:
                         self._restoring.pop(name, None)
                 deployed[name] = fresh
@@ -342,20 +342,21 @@ class PlanManager:
                 log.warning("plan %s: the snapshot's held outputs are unreadable: %s", plan.name, exc)
         self._restoring[plan.name] = "replaying the input log"
         try:
+            written = fresh.gate.trim if fresh.gate is not None else None
             if meta is None:
-                journal.recover(restored=False, replica=replica)
+                journal.recover(restored=False, replica=replica, written=written)
             else:
-                journal.recover(True, meta.input_log, meta.input_position, replica=replica)
+                journal.recover(True, meta.input_log, meta.input_position, replica=replica, written=written)
         except Exception:  # an unreadable log must not keep the plan from running either
             log.exception(
                 "plan %s: its input log cannot be replayed; it runs on from its snapshot", plan.name
             )
 
-    def _recover_log(self, journal: PlanJournal) -> None:
+    def _recover_log(self, journal: PlanJournal, gate: LockedGate | None) -> None:
         """A redundant plan without snapshots starts from its whole input log, if it has it."""
         self._restoring[journal.plan] = "replaying the input log"
         try:
-            journal.recover(restored=False, replica=True)
+            journal.recover(restored=False, replica=True, written=gate.trim if gate is not None else None)
         except Exception:
             log.exception("plan %s: its input log cannot be replayed; it starts empty", journal.plan)
 

@@ -138,6 +138,7 @@ class PlanJournal:
         self.taken_through = 0  # where `lead` left the log with copies waiting (to be settled), or 0
         self.deployed: str | None = None  # the fingerprint of the plan text its runtime runs
         self.senders = SenderMarks()  # the last event taken from each sender that named itself
+        self._kept_delivered = ("", 0, 0.0)  # (log id, position, when) `keep_delivered` last wrote
         self.outputs: Callable[[], Any] | None = None  # a redundant plan's held outputs, for its snapshots
         first, last = input_log.bounds(plan)
         self.position = last  # the newest record appended (and processed)
@@ -493,6 +494,34 @@ class PlanJournal:
             self.taken_through = self.position if self.copies is not None and self.copies.waiting else 0
             return after
 
+    @property
+    def delivered(self) -> int:
+        """The position up to which this log's records' outputs are known written, as last kept
+        (`keep_delivered`; 0: none, or kept for another log)."""
+        return self._log.delivered(self.plan)
+
+    def keep_delivered(self, position: int, now: float, *, leading: bool) -> None:
+        """Keep on disk, at most once a second (`now`: monotonic seconds), that the outputs of
+        this log's records up to `position` are known written: a restart's replay then holds
+        only the outputs after it, where it would otherwise hold every output of its log (and,
+        past its gate's bound, drop some and be unable to take over). `position` must count in
+        this journal's log: read by the thread that changes the log (a standby's follower:
+        `leading` False), or read while this node notifies (`leading`: kept only if it still
+        does, for its log changes only once it follows)."""
+        with self.lock:
+            if leading and not self.leading:
+                return
+            log_id = self.log_id
+            kept_in, kept, at = self._kept_delivered
+            if kept_in == log_id and (position <= kept or now - at < 1.0):
+                return
+            try:
+                self._log.set_delivered(self.plan, position)
+            except OSError as exc:  # a restart then holds more: the sink skips what it has
+                log.debug("plan %s: could not keep the delivered position: %s", self.plan, exc)
+                return
+            self._kept_delivered = (log_id, position, now)
+
     def resume(self, term: int) -> None:
         """This node's log is a prefix of the log of lease term `term` (a standby resumed in it)."""
         with self.lock:
@@ -583,14 +612,27 @@ class PlanJournal:
         return [] if self.resends is None else self.resends.recent()
 
     def recover(
-        self, restored: bool, log_id: str | None = None, position: int | None = None, *, replica: bool = False
+        self,
+        restored: bool,
+        log_id: str | None = None,
+        position: int | None = None,
+        *,
+        replica: bool = False,
+        written: Callable[[int], object] | None = None,
     ) -> int:
         """After the runtime was restored from a snapshot covering `position` of log `log_id`
         (`restored` False: no snapshot), replay what the log holds after it; how many records.
-        When the log cannot continue that state (a snapshot taken without the log, another
-        node's or an older log, a truncated or shorter log), the log is reset: the state
-        restored is all there is."""
+        Before a replay, `written` is told up to which position the log's outputs are known
+        written (`delivered`: a redundant plan's gate then holds only those after it). When
+        the log cannot continue that state (a snapshot taken without the log, another node's
+        or an older log, a truncated or shorter log), the log is reset: the state restored is
+        all there is."""
         first, last = self._log.bounds(self.plan)
+        if written is not None and (
+            (not restored and first == 1)
+            or (restored and log_id == self.log_id and position is not None and first - 1 <= position <= last)
+        ):
+            written(self.delivered)
         if not restored:
             if first == 1:
                 return self._replay(0)

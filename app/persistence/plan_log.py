@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 _OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
 ID_FILE = "id"
 TERM_FILE = "term"
+DELIVERED_FILE = "delivered"
 
 
 def fsync_dir(path: Path) -> None:
@@ -140,6 +141,27 @@ class PlanLog:
     def set_term(self, term: int) -> None:
         """Record that this log's records are those of `term`'s log (on disk before it returns)."""
         replace_durably(self.directory, TERM_FILE, f"{self.log_id} {term}")
+
+    @property
+    def delivered(self) -> int:
+        """The position up to which the outputs of this log's records are known written (file
+        `delivered`: a log id and a position, set by `set_delivered`); 0 when it was set for
+        another log or never."""
+        try:
+            found = (self.directory / DELIVERED_FILE).read_text("ascii").split()
+        except (OSError, UnicodeDecodeError):
+            return 0
+        if len(found) != 2 or found[0] != self.log_id or not found[1].isdigit():
+            return 0
+        return int(found[1])
+
+    def set_delivered(self, position: int) -> None:
+        """Record that the outputs of this log's records up to `position` are known written.
+        Replaced whole but not synced: one lost in a power cut only makes a restart hold again
+        outputs that are written (the sink skips them)."""
+        temporary = self.directory / f"{DELIVERED_FILE}.new"
+        temporary.write_text(f"{self.log_id} {position}", "ascii")
+        os.replace(temporary, self.directory / DELIVERED_FILE)
 
     @staticmethod
     def prepare(directory: Path, log_id: str, first: int) -> None:

@@ -63,16 +63,17 @@ OPEN: tuple[Path, ...] = (
         1,
         RESEND_AFTER_4096,
     ),
+)
+
+FIXED: tuple[Path, ...] = (
     Path(
-        "a member restarted with a log whose replay holds more outputs than its gate's bound drops "
-        "the oldest and cannot vouch for them: when no other member can take over, nor can it",
+        "a member restarted with its log replays every output of it into its gate, past the gate's "
+        "bound: it drops the oldest, cannot vouch for them, and when no other member can take over "
+        "neither can it (met by two members killed together)",
         r"(no notifier at the end|liveness:) .*cannot vouch for the outputs it dropped past its bound",
         14599,
         Config.draw(14599),  # both members killed, both replay 23 records into gates of 40 outputs
     ),
-)
-
-FIXED: tuple[Path, ...] = (
     Path(
         "a standby installs the notifier's state as it arrives: a join cut before the outputs carried "
         "with it came leaves a member that holds acknowledged records but not their outputs (and "

@@ -80,6 +80,7 @@ class Disk:
     entries: list[Bundle | None] = field(default_factory=list)
     durable: int = 0
     logs: int = 0  # how many logs this disk has held (a new id for each)
+    delivered: tuple[str, int] = ("", 0)  # (log id, position): outputs known written, as the journal keeps it
 
     @property
     def position(self) -> int:
@@ -178,6 +179,9 @@ class Member:
         self.world.after(0.0, self._guard, self._keepalive_loop)
         self.following = False  # the follow loop is scheduled
         self._keep_following()
+        self._kept_delivered = ("", 0, -1.0)  # as `PlanJournal.keep_delivered`
+        if disk.delivered[0] == disk.log_id:  # as `PlanJournal.recover(written=...)`
+            self.gate.trim(disk.delivered[1])
         for position, bundle in enumerate(disk.entries, 1):  # recovery replays the log: its outputs again
             if bundle is not None:
                 self._hold(position, bundle)
@@ -666,6 +670,7 @@ class Member:
             if report is Report.TRIM:
                 released = self.delivered_through = self.gate.released
                 self.gate.trim(released)
+                self._keep_delivered(released)
                 for conn, standby in self.subscribers.values():
                     if not standby.gone:
                         self.net.send(conn, self.name, (Delivered(released), None))
@@ -677,6 +682,15 @@ class Member:
                 self.settles.append(_Settle(tail, self.world.now, None, self.rule, None, appended=False))
                 self._settle_all()
         self.world.after(0.2, self._guard, self._watermark_loop)
+
+    def _keep_delivered(self, position: int) -> None:
+        """As `PlanJournal.keep_delivered`: at most once a second, on disk with its log's id."""
+        log_id = self.disk.log_id
+        kept_in, kept, at = self._kept_delivered
+        if kept_in == log_id and (position <= kept or self.world.now - at < 1.0):
+            return
+        self.disk.delivered = (log_id, position)
+        self._kept_delivered = (log_id, position, self.world.now)
 
     # ---- relaying ------------------------------------------------------------------------------
 
@@ -853,6 +867,7 @@ class Member:
                 self._copies_settled()
         elif isinstance(message, Delivered):
             subscription.delivered(message.position)
+            self._keep_delivered(self.gate.delivered)
             if subscription.acknowledges:
                 self.net.send(conn, self.name, (Ack(disk.position, self.gate.complete), None))
         elif isinstance(message, NotNotifier):

@@ -250,7 +250,21 @@ def _a_grant_mid_join_is_taken_on_a_torn_copy(monkeypatch: pytest.MonkeyPatch) -
     _states_replace_the_copy_on_arrival(monkeypatch)
 
 
+def _delivered_never_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before its fix: a restart knows nothing written, and holds every output of its log."""
+    monkeypatch.setattr(Member, "_keep_delivered", lambda self, position: None)
+
+
+def _refused_records_wait_for_a_later_one_after_a_full_replay(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its schedule fills the gate by a restart's replay: undone with the delivered mark too."""
+    _refused_records_wait_for_a_later_one(monkeypatch)
+    _delivered_never_kept(monkeypatch)
+
+
 UNDO: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
+    "a member restarted with its log replays every output of it into its gate, past the gate's "
+    "bound: it drops the oldest, cannot vouch for them, and when no other member can take over "
+    "neither can it (met by two members killed together)": _delivered_never_kept,
     "a standby installs the notifier's state as it arrives: a join cut before the outputs carried "
     "with it came leaves a member that holds acknowledged records but not their outputs (and "
     "replaced any whole copy it had), and the plan waits for an operator": (
@@ -274,7 +288,7 @@ UNDO: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
     "it holds again: the sink's marks then skip the refused ones when they are delivered again": _fences_pass_again,
     "outputs of records refused after they were appended hold the gate until a later record "
     "settles: with the gate full none comes, and the plan refuses every bundle for good": (
-        _refused_records_wait_for_a_later_one
+        _refused_records_wait_for_a_later_one_after_a_full_replay
     ),
     "a notifier that renewed its own lapsed lease forgets which standbys of the term may lack "
     "what it acknowledges next": _a_term_taken_up_again_starts_afresh,

@@ -163,3 +163,13 @@ def test_a_takeover_delivers_again_at_once_what_this_node_released_without_knowi
     sink.got.clear()
     assert gate.open(Epoch("e2"), through=0) == 2
     assert sink.got == [(1, Epoch("e2")), (2, Epoch("e2"))] and gate.released == 2
+
+
+def test_outputs_known_written_are_not_held_again() -> None:
+    """A standby behind the notifier's report, or a restart replaying its log after the
+    position it kept as written, holds only what a takeover would have to deliver."""
+    gate: OutputGate[int, Epoch] = OutputGate("p", Sink(), max_events=4)
+    gate.trim(5)  # as a restart is told (`PlanJournal.recover(written=...)`)
+    for position in range(1, 8):
+        held(gate, position)
+    assert gate.held == 2 and gate.dropped == 0 and gate.complete

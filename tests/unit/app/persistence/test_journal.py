@@ -166,3 +166,30 @@ def test_the_term_whose_log_a_journal_holds_survives_a_restart_with_the_log(tmp_
     assert again.journal.held().term == 0
     again.log.close()
     assert Run(tmp_path / "a").journal.held().term == 0
+
+
+def test_what_is_known_written_survives_a_restart_and_a_replay_of_the_same_log_is_told_it(
+    tmp_path: Path,
+) -> None:
+    """A restarted member's gate must hold only the outputs not known written (else a long log
+    replays past its bound, and it may not take over): the journal keeps the position, at most
+    once a second, for its log only, and tells a replay of that log."""
+    first = Run(tmp_path / "a", Wall(OPS[0][0]))
+    first.do(OPS[:6])
+    first.journal.keep_delivered(3, now=100.0, leading=True)
+    first.journal.keep_delivered(5, now=100.5, leading=True)  # within the second: not written
+    assert first.journal.delivered == 3
+    first.journal.keep_delivered(5, now=101.0, leading=True)
+    first.journal.follow(None)  # it steps down: a position read while it notified is not kept
+    first.journal.keep_delivered(6, now=103.0, leading=True)
+    assert first.journal.delivered == 5
+    first.log.close()
+
+    told: list[int] = []
+    again = Run(tmp_path / "a", Wall(10**12))
+    assert again.journal.recover(restored=False, written=told.append) == 6
+    assert told == [5]
+    told.clear()
+    elsewhere = Run(tmp_path / "a")
+    assert elsewhere.journal.recover(True, "another-nodes-log", 3, written=told.append) == 0
+    assert told == [] and elsewhere.journal.delivered == 0  # a new log: nothing of it known written
