@@ -195,15 +195,17 @@ class InputLog:
 
     def delivered(self, plan: str) -> int:
         """The position up to which the outputs of `plan`'s log are known written (`PlanLog.delivered`)."""
-        plan_log = self._plan(plan, create=True)
-        assert plan_log is not None
-        return plan_log.delivered
+        return self._log_of(plan).delivered
 
     def set_delivered(self, plan: str, position: int) -> None:
-        plan_log = self._plan(plan, create=True)
-        assert plan_log is not None
+        plan_log = self._log_of(plan)
         with plan_log.lock:
             plan_log.set_delivered(position)
+
+    def _log_of(self, plan: str) -> PlanLog:
+        plan_log = self._plan(plan, create=True)
+        assert plan_log is not None
+        return plan_log
 
     def bounds(self, plan: str) -> tuple[int, int]:
         """(first kept position, last position) of `plan`'s log; (1, 0) when it holds nothing."""

@@ -130,13 +130,7 @@ class PlanLog:
     def term(self) -> int:
         """The term of the records this log holds (file `term`: a log id and a lease epoch, set by
         `set_term`); 0 when it was set for another log (the log was reset or cut since) or never."""
-        try:
-            found = (self.directory / TERM_FILE).read_text("ascii").split()
-        except (OSError, UnicodeDecodeError):
-            return 0
-        if len(found) != 2 or found[0] != self.log_id or not found[1].isdigit():
-            return 0
-        return int(found[1])
+        return self._number_for_this_log(TERM_FILE)
 
     def set_term(self, term: int) -> None:
         """Record that this log's records are those of `term`'s log (on disk before it returns)."""
@@ -147,8 +141,12 @@ class PlanLog:
         """The position up to which the outputs of this log's records are known written (file
         `delivered`: a log id and a position, set by `set_delivered`); 0 when it was set for
         another log or never."""
+        return self._number_for_this_log(DELIVERED_FILE)
+
+    def _number_for_this_log(self, name: str) -> int:
+        """The number file `name` holds after this log's id (0: none, or another log's)."""
         try:
-            found = (self.directory / DELIVERED_FILE).read_text("ascii").split()
+            found = (self.directory / name).read_text("ascii").split()
         except (OSError, UnicodeDecodeError):
             return 0
         if len(found) != 2 or found[0] != self.log_id or not found[1].isdigit():
