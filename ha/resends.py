@@ -1,6 +1,6 @@
 """Bundles a member gets twice: `Resends` after a takeover, `DirectCopies` in full-active-active.
 
-(A bundle relayed again by a member whose answer was lost: `app.cluster.relays.RelayedBundles`.)
+(A bundle relayed again by a member whose answer was lost: `ha.relays.RelayedBundles`.)
 
 `Resends`: bundles a client sends again because a takeover (or a lost connection) cut off their
 acknowledgement.

@@ -31,7 +31,7 @@ from app.cluster.fence import NotifierFence
 from app.cluster.gate import LockedGate
 from app.cluster.heartbeats import Heartbeats
 from app.cluster.peers import Connection, PeerServer, connect
-from app.cluster.relays import RelayedBundles, Relays
+from app.cluster.relays import RelayMemory, Relays
 from app.cluster.replication import Follower, Sequencer
 from app.cluster.settings import ClusterSettings
 from app.cluster.threads import Locked, forever
@@ -68,7 +68,7 @@ class _Plan:
         self.confirm_lock = threading.Lock()  # one renewal at a time serves every bundle waiting
         self.sequencer: Sequencer | None = None
         self.follower: Follower | None = None
-        self.relayed = RelayedBundles()  # bundles members relayed to this node while it notified
+        self.relayed = RelayMemory()  # bundles members relayed to this node while it notified
 
     @property
     def epoch(self) -> int:
@@ -627,7 +627,7 @@ class Cluster:
             plan = self._plans.get(name)
         return None if plan is None else self._notifier_address(plan)
 
-    def _notifying(self, name: str) -> tuple[PlanJournal, RelayedBundles] | None:
+    def _notifying(self, name: str) -> tuple[PlanJournal, RelayMemory] | None:
         plan = self._plans.get(name)
         return None if plan is None or not plan.epoch else (plan.journal, plan.relayed)
 

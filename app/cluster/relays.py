@@ -6,7 +6,7 @@ its client only once the notifier took it (`Ok`) — or raises `NotLeading` when
 took it within `RELAY_WAIT_SECONDS` (the client is not acknowledged and sends it again). Each
 bundle carries an id that is the same on every attempt (`<member incarnation>:<n>`), so the
 notifier (`Relays.serve`) answers a repeat whose first answer was lost as it answered the
-first attempt, without processing it twice (`RelayedBundles`).
+first attempt, without processing it twice (`ha.relays.RelayedBundles`, behind `RelayMemory`).
 
 Each plan relays over a connection (and a lock) of its own, so a plan whose notifier does not
 answer holds up no other plan's bundles; and no attempt waits past the bundle's
@@ -25,7 +25,6 @@ import logging
 import threading
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +36,7 @@ from app.persistence.journal import BundleFailed, NotLeading, PlanJournal, Relay
 from app.persistence.records import Events, decode, encode
 from engine.errors import CEPError
 from ha.messages import Ok, Refused, RelayedEvents
+from ha.relays import Attempt, RelayedBundles
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class Relays:
         settings: ClusterSettings,
         leading: Callable[[str], bool | None],
         notifier_address: Callable[[str], str | None],
-        notifying: Callable[[str], tuple[PlanJournal, RelayedBundles] | None],
+        notifying: Callable[[str], tuple[PlanJournal, RelayMemory] | None],
         admit: Callable[[str, int], None] = lambda plan, events: None,
     ) -> None:
         """`admit(plan, events)`: waits for room in what the plan's outputs feed, or raises
@@ -143,9 +143,8 @@ class Relays:
                 continue
             journal, relayed = notifying
             relay_id = f"{connection.peer}/{message.relay_id}"
-            first, answer = relayed.begin(relay_id)
-            if not first:  # sent again: its answer was lost
-                refusal = answer.wait(RELAY_WAIT_SECONDS)
+            token, refusal = relayed.begin(relay_id, RELAY_WAIT_SECONDS)
+            if not token:  # sent again: its answer was lost
                 connection.send(Ok() if refusal is None else Refused(refusal))
                 continue
             try:
@@ -163,63 +162,48 @@ class Relays:
                     position = exc.position
                 journal.durable(position)
             except CEPError as exc:
-                relayed.refused(relay_id, answer, str(exc))
+                relayed.refused(relay_id, token)
                 connection.send(Refused(str(exc)))
                 continue
-            except BaseException as exc:
-                relayed.refused(relay_id, answer, f"the notifier failed on it: {exc}")
+            except BaseException:
+                relayed.refused(relay_id, token)
                 raise
-            relayed.taken(answer)
+            relayed.taken(relay_id, token)
             # the relaying member tells its client
             journal.answered(position, record.stream, record.rows, record.timestamps, record.senders)
             connection.send(Ok())
 
 
-class RelayedBundles:
-    """A notifier's memory of the bundles members relayed to it, by the id the relaying member
-    gave each (`<member incarnation>:<n>`), so that one sent again because its answer was lost
-    (a connection that failed after the notifier took it) is answered as the first time, not
-    processed twice. An attempt still being processed makes the repeat wait for its answer; a
-    refused attempt is forgotten (the repeat is processed anew). At most `keep` ids are kept.
-    """
+class RelayMemory:
+    """The notifier's `ha.relays.RelayedBundles` behind one lock, for the threads that serve
+    relays: a repeat of an attempt still being processed waits for it to be decided."""
 
     def __init__(self, keep: int = 10_000) -> None:
-        self._keep = keep
-        self._lock = threading.Lock()
-        self._answers: OrderedDict[str, _Answer] = OrderedDict()
+        self._memory = RelayedBundles(keep)
+        self._decided = threading.Condition()
 
-    def begin(self, relay_id: str) -> tuple[bool, _Answer]:
-        """(True, a new answer to fill in) for an id not seen, else (False, the first attempt's)."""
-        with self._lock:
-            answer = self._answers.get(relay_id)
-            if answer is not None:
-                return False, answer
-            answer = self._answers[relay_id] = _Answer()
-            while len(self._answers) > self._keep:
-                self._answers.popitem(last=False)
-            return True, answer
+    def begin(self, relay_id: str, wait: float) -> tuple[int, str | None]:
+        """(token, None): process the attempt, then `taken` or `refused`; (0, None): an earlier
+        attempt took it (answer it as taken); (0, why): answer it refused (the earlier attempt
+        was refused, or is still undecided after `wait` seconds)."""
+        with self._decided:
+            status, token = self._memory.begin(relay_id)
+            if status is Attempt.NEW:
+                return token, None
+            self._decided.wait_for(lambda: self._memory.status(relay_id) is not Attempt.PENDING, wait)
+            status = self._memory.status(relay_id)
+        if status is Attempt.TAKEN:
+            return 0, None
+        if status is Attempt.PENDING:
+            return 0, "the first attempt at this bundle is still being processed"
+        return 0, "the first attempt at this bundle was refused"
 
-    def refused(self, relay_id: str, answer: _Answer, why: str) -> None:
-        with self._lock:
-            if self._answers.get(relay_id) is answer:
-                del self._answers[relay_id]
-        answer.give(why)
+    def taken(self, relay_id: str, token: int) -> None:
+        with self._decided:
+            self._memory.taken(relay_id, token)
+            self._decided.notify_all()
 
-    def taken(self, answer: _Answer) -> None:
-        answer.give(None)
-
-
-class _Answer:
-    def __init__(self) -> None:
-        self._done = threading.Event()
-        self.refusal: str | None = None
-
-    def give(self, refusal: str | None) -> None:
-        self.refusal = refusal
-        self._done.set()
-
-    def wait(self, timeout: float) -> str | None:
-        """The first attempt's refusal, None if it was taken; a refusal too if it is still undecided."""
-        if not self._done.wait(timeout):
-            return "the first attempt at this bundle is still being processed"
-        return self.refusal
+    def refused(self, relay_id: str, token: int) -> None:
+        with self._decided:
+            self._memory.refused(relay_id, token)
+            self._decided.notify_all()

@@ -38,6 +38,7 @@ from ha.messages import (
     Subscribe,
 )
 from ha.ports import Lease, LogPosition
+from ha.relays import Attempt, RelayedBundles
 from ha.resends import SETTLED, WAITING, DirectCopies, Resends
 from ha.roles import Action, Situation, Transition
 from ha.seat import PlanSeat, Report
@@ -169,7 +170,7 @@ class Member:
         self.relays: dict[str, tuple[Bundle, Reply, float]] = {}
         self.copy_waits: dict[int, tuple[Bundle, Reply]] = {}  # full-active-active copies by ticket
         self.relay_ids = 0
-        self.relayed: dict[str, bool | None] = {}  # as notifier: relay id → taken (None: in progress)
+        self.relayed = RelayedBundles()  # as notifier: what became of each relay id (`ha.relays`)
         self.tx = Adapter(self.world, name, sim.tx_sink, sim.adapter_capacity)
         self.plain = Adapter(self.world, name, sim.plain_sink, sim.adapter_capacity)
         self.outputs_of: dict[int, list[Bundle | None]] = {}
@@ -732,21 +733,21 @@ class Member:
 
     def _serve_relay(self, conn: Conn, relay_id: str, bundle: Bundle) -> None:
         key = f"{conn.a}/{relay_id}"
-        if not self.leading or (not self.has_room and key not in self.relayed):  # backpressure: new ones only
+        new = self.relayed.status(key) is Attempt.NEW
+        if not self.leading or (not self.has_room and new):  # backpressure: new ones only
             self.net.send(conn, self.name, ("relayed", relay_id, False))
             return
-        taken = self.relayed.get(key, False)
-        if key in self.relayed and taken is not False:
-            if taken:
-                self.net.send(conn, self.name, ("relayed", relay_id, True))
+        status, token = self.relayed.begin(key)
+        if status is Attempt.TAKEN:
+            self.net.send(conn, self.name, ("relayed", relay_id, True))
+        if status is not Attempt.NEW:
             return  # still settling: its answer comes
-        self.relayed[key] = None
 
         def reply(ok: bool, why: str) -> None:
             if ok:
-                self.relayed[key] = True
+                self.relayed.taken(key, token)
             else:
-                self.relayed.pop(key, None)
+                self.relayed.refused(key, token)
             self.net.send(conn, self.name, ("relayed", relay_id, ok))
 
         self._sequence(bundle, reply, relayed=True)

@@ -27,6 +27,7 @@ from tests.sim.scenario import Sim
 class Tally:
     schedules: int = 0
     unjudged: int = 0  # every copy of an acknowledged record destroyed: not judged
+    foreign: int = 0  # a foreign client's bundle processed twice outside its contract (`tests.sim.known`)
     steps: int = 0
     checks: int = 0
     faults: Counter[str] = field(default_factory=Counter)
@@ -36,6 +37,7 @@ class Tally:
     def add(self, other: Tally) -> None:
         self.schedules += other.schedules
         self.unjudged += other.unjudged
+        self.foreign += other.foreign
         self.steps += other.steps
         self.checks += other.checks
         self.faults.update(other.faults)
@@ -54,6 +56,7 @@ def run_range(start: int, stop: int) -> Tally:
         tally.checks += sim.checks
         tally.faults.update(sim.faults_seen)
         tally.unjudged += not sim.judged
+        tally.foreign += bool(sim.outside_contract)
         if violations:
             path = classify(violations[0])
             if path is None:
@@ -89,6 +92,11 @@ def report(tally: Tally, seconds: float) -> str:
         lines.append(
             f"  ({tally.unjudged} schedules destroyed every copy of an acknowledged record, with fsync off "
             "or wiped disks on every member: their end is an operator's call, not judged)"
+        )
+    if tally.foreign:
+        lines.append(
+            f"  ({tally.foreign} schedules repeated a foreign client's bundle outside its contract: "
+            "resent while an earlier attempt was still in a member, or past the digest's memory)"
         )
     for path, n in tally.known.most_common():
         lines.append(f"  {n:6d}  known, open: {path}")

@@ -127,6 +127,8 @@ class Sim:
         self.refused: set[int] = set()  # bundles a notifier sequenced, then refused to acknowledge
         # bundles a client sent again while an earlier attempt was still on its way (its timeout)
         self.overlapped: set[int] = set()
+        # foreign bundles processed more than once outside what their clients are promised
+        self.outside_contract: set[int] = set()
         self.appended: set[int] = set()  # bundles some member appended
         # foreign bundles appended again when the resend memory was full and no longer had them
         self.beyond_memory: set[int] = set()
@@ -224,6 +226,17 @@ class Sim:
                 f"{member.disk.log_id} in term {member.disk.term}, where bundle {acked[0]} was acknowledged "
                 f"in term {acked[1]}"
             )
+
+    def _outside_the_contract(self, bundle_id: int) -> bool:
+        """Whether a foreign client's bundle processed more than once is outside what such a
+        client is promised (docs/high-availability.md, "Clients that do not name themselves"):
+        it has no identity, so its resend is told by content only while the record it repeats
+        is within the resend memory, and only when the client sent it again after an answer
+        (a refusal, or a failed connection), not while an earlier attempt was still in a member
+        (its own timeout fired first). A client that names itself is promised exactly once,
+        always."""
+        bundle = self.bundles[bundle_id]
+        return bundle.sender is None and (bundle_id in self.overlapped or bundle_id in self.beyond_memory)
 
     def note_acked(self, member: Member, position: int, bundle: Bundle) -> None:
         self.acked_at.setdefault((member.disk.log_id, position), (bundle.id, member.disk.term))
@@ -505,7 +518,9 @@ class Sim:
                         f"({overflow} outputs refused by full adapter buffers, {dropped} dropped by full gates{how})"
                     )
                     return
-                if tx[(bundle_id, i)] > 1:
+                if tx[(bundle_id, i)] > 1 and self._outside_the_contract(bundle_id):
+                    self.outside_contract.add(bundle_id)
+                elif tx[(bundle_id, i)] > 1:
                     cause = (
                         "processed again after a refusal"
                         if bundle_id in self.refused
@@ -524,14 +539,20 @@ class Sim:
                 if plain[(bundle_id, i)] < 1:
                     self._violation(f"output ({bundle_id}, {i}) never reached the plain sink")
                     return
-        duplicated = [content for content, n in tx.items() if n > 1]
+        duplicated = [
+            content for content, n in tx.items() if n > 1 and content[0] not in self.outside_contract
+        ]
         if duplicated:
             self._violation(f"outputs written twice to the transactional sink: {duplicated[:5]}")
             return
         keys: dict[tuple[int, int], set[tuple[str, int, int]]] = {}
         for w in self.plain_sink.rows:
             keys.setdefault(w.content, set()).add(w.key)
-        rekeyed = [content for content, seen in keys.items() if len(seen) > 1]
+        rekeyed = [
+            content
+            for content, seen in keys.items()
+            if len(seen) > 1 and not self._outside_the_contract(content[0])
+        ]
         if rekeyed:  # a plain sink may get an output twice, but only under its one key
             refused = all(content[0] in self.refused for content in rekeyed)
             named = any(self.bundles[content[0]].sender is not None for content in rekeyed)

@@ -10,7 +10,7 @@ import pytest
 
 from app.cluster import relays as relays_module
 from app.cluster.peers import Connection, PeerServer
-from app.cluster.relays import RelayedBundles, Relays
+from app.cluster.relays import RelayMemory, Relays
 from app.cluster.settings import ClusterSettings
 from app.persistence.journal import NotLeading
 from ha.lease import Timing
@@ -21,26 +21,27 @@ SECRET = b"sixteen-or-more-characters"
 
 
 def test_a_bundle_relayed_again_gets_the_first_answer_and_is_not_processed_twice() -> None:
-    relayed = RelayedBundles(keep=2)
-    first, answer = relayed.begin("b/x:1")
-    assert first
-    answers: list[str | None] = []
-    again = threading.Thread(target=lambda: answers.append(relayed.begin("b/x:1")[1].wait(5)))
+    relayed = RelayMemory(keep=2)
+    token, _ = relayed.begin("b/x:1", 5)
+    assert token
+    answers: list[tuple[int, str | None]] = []
+    again = threading.Thread(target=lambda: answers.append(relayed.begin("b/x:1", 5)))
     again.start()  # the repeat arrives while the first attempt is still being processed: it waits
     time.sleep(0.05)
     assert answers == []
-    relayed.taken(answer)
+    relayed.taken("b/x:1", token)
     again.join(5)
-    assert answers == [None]  # taken: the repeat is answered ok, and not processed
-    assert relayed.begin("b/x:1")[0] is False
-    first, answer = relayed.begin("b/x:2")
-    relayed.refused("b/x:2", answer, "not the notifier")
-    assert relayed.begin("b/x:2")[0] is True  # a refused attempt is forgotten: the repeat is processed
-    relayed.begin("b/x:3")
-    assert relayed.begin("b/x:1")[0] is True  # past `keep`, the oldest ids are forgotten
-    undecided = RelayedBundles()
-    undecided.begin("b/y:1")
-    assert undecided.begin("b/y:1")[1].wait(0.01) is not None  # still undecided: refused, sent again later
+    assert answers == [(0, None)]  # taken: the repeat is answered ok, and not processed
+    assert relayed.begin("b/x:1", 5) == (0, None)
+    token, _ = relayed.begin("b/x:2", 5)
+    relayed.refused("b/x:2", token)
+    assert relayed.begin("b/x:2", 5)[0]  # a refused attempt is forgotten: the repeat is processed
+    relayed.begin("b/x:3", 5)
+    assert relayed.begin("b/x:1", 5)[0]  # past `keep`, the oldest ids are forgotten
+    undecided = RelayMemory()
+    undecided.begin("b/y:1", 5)
+    token, why = undecided.begin("b/y:1", 0.01)
+    assert token == 0 and why is not None  # still undecided: refused, sent again later
 
 
 def test_a_notifier_that_never_answers_holds_up_only_its_own_plan_and_only_until_the_deadline(
