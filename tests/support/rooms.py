@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import random
 import time
-from collections import Counter
+from collections import Counter, defaultdict, deque
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -108,14 +108,53 @@ def readings(seed: int, n: int = READINGS) -> list[Reading]:
 def uninterrupted(plan_input: list[Reading], base: int) -> list[Row]:
     """What the plan emits for these readings in one uninterrupted run (event time), sent in
     the bundles the node gets (a bundle is one chunk: the join sees the table as it was before
-    the bundle, and the aggregates emit a row per key and bundle)."""
+    the bundle, and a partition's window emits a row per run of one room's readings in it).
+    Anchored: the run must equal the rows computed by hand (`by_hand`), so a fault test that
+    compares a sink with it cannot pass on a reference that lost rows the way the sink did."""
     runtime = engine.compile(PLAN)
     rows: list[Row] = []
     runtime.subscribe("Out", lambda events: rows.extend(tuple(e.data) for e in events))  # type: ignore[misc]
     for start in range(0, len(plan_input), BUNDLE):
         bundle = plan_input[start : start + BUNDLE]
         runtime.send("In", bundle, timestamps=[base + r[1] * STEP_MS for r in bundle])
-    return [r for r in rows if r[0] != "batch"]  # time batches follow the wall clock: checked apart
+    rows = [r for r in rows if r[0] != "batch"]  # time batches follow the wall clock: checked apart
+    hand = by_hand(plan_input, base)
+    assert Counter(rows) == Counter(hand), (
+        f"the reference run differs from the rows computed by hand: engine only {Counter(rows) - Counter(hand)}, "
+        f"by hand only {Counter(hand) - Counter(rows)}"
+    )
+    return rows
+
+
+def by_hand(plan_input: list[Reading], base: int) -> list[Row]:
+    """The rows of `windowed`, `rises` and `changes` for these readings, computed with plain
+    loops and no engine, bundle by bundle as the node gets them."""
+    rows: list[Row] = []
+    windows: dict[str, deque[int]] = defaultdict(lambda: deque(maxlen=3))
+    latest: dict[str, int] = {}
+    waiting: list[tuple[str, int, int, int]] = []  # rises' e1: room, seq, v, event time
+    for start in range(0, len(plan_input), BUNDLE):
+        bundle = plan_input[start : start + BUNDLE]
+        for i, (room, seq, v) in enumerate(bundle):
+            windows[room].append(v)
+            if i + 1 == len(bundle) or bundle[i + 1][0] != room:  # the end of a run of one room
+                rows.append(("window", room, seq, sum(windows[room]), len(windows[room])))
+        for room, seq, v in bundle:
+            at = base + seq * STEP_MS
+            still = []
+            for e1 in waiting:
+                if at - e1[3] > 1000:  # `within 1 sec`: it expired
+                    continue
+                if e1[0] == room and v > e1[2]:
+                    rows.append(("rise", room, seq, e1[1], v - e1[2]))
+                else:
+                    still.append(e1)
+            waiting = [*still, (room, seq, v, at)]  # `every`: each reading starts a match
+        rows.extend(
+            ("change", room, seq, latest[room], v - latest[room]) for room, seq, v in bundle if room in latest
+        )
+        latest.update((room, v) for room, _, v in bundle)  # `latest` runs after `changes`, per bundle
+    return rows
 
 
 def sink_rows(url: str) -> list[Row]:
