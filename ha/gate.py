@@ -40,6 +40,23 @@ Emit = Callable[
 ]  # stream id, events, the first's origin, fence
 
 
+class DeliveredMark:
+    """When a member writes down how far its log's outputs are known written (its gate's
+    `delivered`), so that a restart holds only the outputs after it: at most once a second and
+    only further, per log (another log starts afresh). The node's journal keeps it on disk
+    (`PlanJournal.keep_delivered`), the simulator on its model of one."""
+
+    def __init__(self) -> None:
+        self._kept = ("", 0, 0.0)  # (log id, position, when) last kept
+
+    def due(self, log_id: str, position: int, now: float) -> bool:
+        kept_in, kept, at = self._kept
+        return kept_in != log_id or (position > kept and now - at >= 1.0)
+
+    def kept(self, log_id: str, position: int, now: float) -> None:
+        self._kept = (log_id, position, now)
+
+
 class OutputGate(Generic[OriginT, FenceT]):
     def __init__(self, plan: str, emit: Emit[OriginT, FenceT], max_events: int = 1_000_000) -> None:
         self.plan = plan

@@ -87,8 +87,8 @@ class PlanSeat:
     @property
     def notifier(self) -> str | None:
         """The other member that holds the lease, by what the store said last."""
-        lease = self.role.lease
-        return None if lease is None or lease.holder == self.node else lease.holder
+        term = self.notifier_term
+        return None if term is None else term[0]
 
     @property
     def notifier_term(self) -> tuple[str, int] | None:

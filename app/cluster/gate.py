@@ -52,10 +52,6 @@ class LockedGate:
         with self._lock:
             self._gate.reset(after, delivered)
 
-    def carried_in(self, covers: int) -> None:
-        with self._lock:
-            self._gate.carried_in(covers)
-
     def install(
         self, after: int, delivered: int, covers: int, carried: list[tuple[int, str, list[Event], Origin]]
     ) -> None:

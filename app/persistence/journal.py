@@ -46,6 +46,7 @@ from app.persistence.input_log import Events, InputLog, Tick
 from app.persistence.records import Column, decode, encode, stamped
 from engine import Runtime
 from engine.errors import Busy, CEPError
+from ha.gate import DeliveredMark
 from ha.ports import LogPosition
 from ha.resends import GONE, SETTLED, DirectCopies, Resends, digest
 
@@ -138,7 +139,7 @@ class PlanJournal:
         self.taken_through = 0  # where `lead` left the log with copies waiting (to be settled), or 0
         self.deployed: str | None = None  # the fingerprint of the plan text its runtime runs
         self.senders = SenderMarks()  # the last event taken from each sender that named itself
-        self._kept_delivered = ("", 0, 0.0)  # (log id, position, when) `keep_delivered` last wrote
+        self._delivered_mark = DeliveredMark()  # when `keep_delivered` writes
         self.outputs: Callable[[], Any] | None = None  # a redundant plan's held outputs, for its snapshots
         first, last = input_log.bounds(plan)
         self.position = last  # the newest record appended (and processed)
@@ -512,15 +513,14 @@ class PlanJournal:
             if leading and not self.leading:
                 return
             log_id = self.log_id
-            kept_in, kept, at = self._kept_delivered
-            if kept_in == log_id and (position <= kept or now - at < 1.0):
+            if not self._delivered_mark.due(log_id, position, now):
                 return
             try:
                 self._log.set_delivered(self.plan, position)
             except OSError as exc:  # a restart then holds more: the sink skips what it has
                 log.debug("plan %s: could not keep the delivered position: %s", self.plan, exc)
                 return
-            self._kept_delivered = (log_id, position, now)
+            self._delivered_mark.kept(log_id, position, now)
 
     def resume(self, term: int) -> None:
         """This node's log is a prefix of the log of lease term `term` (a standby resumed in it)."""
@@ -628,14 +628,9 @@ class PlanJournal:
         or an older log, a truncated or shorter log), the log is reset: the state restored is
         all there is."""
         first, last = self._log.bounds(self.plan)
-        if written is not None and (
-            (not restored and first == 1)
-            or (restored and log_id == self.log_id and position is not None and first - 1 <= position <= last)
-        ):
-            written(self.delivered)
         if not restored:
             if first == 1:
-                return self._replay(0)
+                return self._replay(0, written)
             why = f"it starts at position {first} and no snapshot covers the records before"
         elif log_id is None or position is None:
             why = "the snapshot restored was taken without the input log"
@@ -646,7 +641,7 @@ class PlanJournal:
         elif position + 1 < first:
             why = f"the snapshot restored covers position {position} but the log starts at {first}"
         else:
-            return self._replay(position)
+            return self._replay(position, written)
         if last >= first and replica:  # a member's copy of a notifier's log: it catches up from the notifier
             log.info(
                 "plan %s: its local copy of the input log (records %d to %d) cannot be replayed (%s); "
@@ -675,7 +670,9 @@ class PlanJournal:
             self.clock.now = max(self.clock.now, self._wall())
             self.position = self._log.append(self.plan, Tick(self.clock.now))
 
-    def _replay(self, after: int) -> int:
+    def _replay(self, after: int, written: Callable[[int], object] | None = None) -> int:
+        if written is not None:  # this log is replayed: its outputs up to there are known written
+            written(self.delivered)
         runtime = self._runtime()
         _, last = self._log.bounds(self.plan)
         if last <= after:

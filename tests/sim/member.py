@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.events import Event
 from ha.acks import Acknowledgements, Confirm, Drop, Refuse, Release, Standby, Wait
-from ha.gate import OutputGate
+from ha.gate import DeliveredMark, OutputGate
 from ha.lease import Timing
 from ha.membership import Membership, Timeouts
 from ha.messages import (
@@ -180,7 +180,7 @@ class Member:
         self.world.after(0.0, self._guard, self._keepalive_loop)
         self.following = False  # the follow loop is scheduled
         self._keep_following()
-        self._kept_delivered = ("", 0, -1.0)  # as `PlanJournal.keep_delivered`
+        self._delivered_mark = DeliveredMark()  # as `PlanJournal.keep_delivered`
         if disk.delivered[0] == disk.log_id:  # as `PlanJournal.recover(written=...)`
             self.gate.trim(disk.delivered[1])
         for position, bundle in enumerate(disk.entries, 1):  # recovery replays the log: its outputs again
@@ -687,11 +687,9 @@ class Member:
     def _keep_delivered(self, position: int) -> None:
         """As `PlanJournal.keep_delivered`: at most once a second, on disk with its log's id."""
         log_id = self.disk.log_id
-        kept_in, kept, at = self._kept_delivered
-        if kept_in == log_id and (position <= kept or self.world.now - at < 1.0):
-            return
-        self.disk.delivered = (log_id, position)
-        self._kept_delivered = (log_id, position, self.world.now)
+        if self._delivered_mark.due(log_id, position, self.world.now):
+            self.disk.delivered = (log_id, position)
+            self._delivered_mark.kept(log_id, position, self.world.now)
 
     # ---- relaying ------------------------------------------------------------------------------
 
