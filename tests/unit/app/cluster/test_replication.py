@@ -19,8 +19,9 @@ from app.cluster.errors import StateDoesNotFit
 from app.cluster.gate import LockedGate
 from app.cluster.peers import Connection, PeerServer, connect
 from app.cluster.replication import Follower, Sequencer
+from app.persistence.records import Events, encode
 from engine.events import Event
-from ha.messages import Live, Resume, Subscribe
+from ha.messages import CarriedOutput, Live, Resume, State, Subscribe
 from ha.ports import LogPosition
 from tests.support.journals import OPS, Run, Wall
 
@@ -253,10 +254,11 @@ def test_a_join_whose_notifier_was_deposed_is_left_for_the_new_one_at_once(tmp_p
     (`leave_join`, from the node's round) and subscribes to the new notifier."""
     notifier, sequencer = notifying(tmp_path)
     server = serving(sequencer)
-    released = threading.Event()
+    subscribed, released = threading.Event(), threading.Event()
 
     def vanished(connection: Connection) -> None:  # accepts, reads the subscription, says nothing
         connection.recv()
+        subscribed.set()
         released.wait(30)
 
     gone = PeerServer("127.0.0.1", 0, "a", SECRET, vanished)
@@ -273,8 +275,8 @@ def test_a_join_whose_notifier_was_deposed_is_left_for_the_new_one_at_once(tmp_p
     )
     try:
         follower.start()
-        wait(lambda: follower.joined_under == ("a", 1), "the standby to join the vanished notifier")
-        time.sleep(0.3)
+        wait(subscribed.is_set, "the standby to join the vanished notifier")
+        assert follower.joined_under == ("a", 1)
         assert not follower.live
         target[0] = (f"127.0.0.1:{server.port}", ("c", 2))
         started = time.monotonic()
@@ -287,6 +289,54 @@ def test_a_join_whose_notifier_was_deposed_is_left_for_the_new_one_at_once(tmp_p
         released.set()
         follower.stop()
         gone.stop()
+        server.stop()
+
+
+def test_a_join_cut_before_every_carried_output_came_leaves_the_standby_as_it_was(tmp_path: Path) -> None:
+    """A state announces its carried outputs: cut after the first of two, the standby installs
+    nothing (its log, state and gate stay as they were); the next join installs it whole."""
+    notifier, sequencer = notifying(tmp_path)
+    state, _, position = notifier.journal.capture()
+    torn, second, again = threading.Event(), threading.Event(), threading.Event()
+    installed: list[bytes] = []
+
+    def serve(connection: Connection) -> None:
+        request = connection.recv()
+        assert isinstance(request, Subscribe)
+        if torn.is_set():
+            second.set()  # the torn subscription has ended: the follower subscribes again
+            again.wait(10)  # the test looks at the standby first
+            sequencer.serve(connection, request)
+            return
+        torn.set()
+        connection.send(
+            State(
+                notifier.journal.log_id, position, 1, notifier.journal.clock.now, (), 0, 0, 2, state.encode()
+            )
+        )
+        out = Events("out:1.0.0", [20], [("y", 2.5)])
+        connection.send(CarriedOutput(notifier.journal.log_id, position, 0, (), encode(out)))
+        connection.close()  # the second carried output never comes
+
+    server = PeerServer("127.0.0.1", 0, "a", SECRET, serve)
+    server.start()
+    standby = Run(tmp_path / "b", Wall(10**12))
+    standby.journal.follow(None)
+    own_log = standby.journal.log_id
+    gate = LockedGate("p", no_outputs)
+    follower = following(
+        standby, server, gate, lambda blob: installed.append(blob) or standby.runtime.restore(blob)
+    )
+    try:
+        follower.start()
+        wait(second.is_set, "the torn join to end")
+        assert installed == [] and standby.journal.log_id == own_log and gate.held == 0
+        again.set()
+        wait(lambda: follower.live, "the next join")
+        assert len(installed) == 1 and standby.journal.log_id == notifier.journal.log_id
+    finally:
+        again.set()
+        follower.stop()
         server.stop()
 
 
