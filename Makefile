@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run replay test unit fast browser check lint typecheck contracts bench bench-spark conformance clean venv ha-faults ha-soak sim sim-long outage outage-long
+.PHONY: run replay test unit fast browser hosts check lint typecheck contracts bench bench-spark conformance clean venv ha-faults ha-soak sim sim-long outage outage-long
 
 # Every target first makes sure of the venv (re-created if made from another interpreter).
 venv:
@@ -12,6 +12,10 @@ venv:
 # the console's browser tests drive Debian's chromium
 browser:
 	@scripts/setup_browser.sh
+
+# the fault tests' hosts: network namespaces (root, iproute2, TUN/TAP)
+hosts:
+	@scripts/setup_hosts.sh
 
 ## make run: set everything up and run a node with the pizza-shop sample deployed (Ctrl-C stops it)
 run: venv
@@ -34,7 +38,7 @@ bench-spark: venv
 
 ## make test: set everything up and run the whole suite (lint, types, contracts, tests; the
 ## soak, which runs for minutes to show that nothing happens, is make ha-soak's)
-test: venv browser check
+test: venv browser hosts check
 	$(BIN)/pytest -q --require-services -m "not soak" tests
 
 unit: venv
@@ -44,11 +48,14 @@ unit: venv
 fast: venv
 	$(BIN)/pytest -q --require-services -m "not slow and not ha and not browser and not spark and not soak" tests
 
-## make ha-faults: the HA fault tests with 20 faults each (the suite runs 4), and the forwarding
-## chain with 20 kills, 5 pauses and 5 heartbeat FINs (the suite runs 3, 1, 2), figures printed
-ha-faults: venv
-	CEPHEUS_HA_FAULTS=20 CEPHEUS_FORWARD_FAULTS=20,5,5 $(BIN)/pytest -q -s --require-services \
-		tests/integration/ha/test_failover.py tests/integration/ha/test_forwarding.py
+## make ha-faults: the HA fault tests with 20 faults each (the suite runs 4), the forwarding
+## chain with 20 kills, 5 pauses and 5 heartbeat FINs (the suite runs 3, 1, 2), and the faults of
+## hosts of their own (loss, delay, one-way partitions, a vanished host, a paused standby, the
+## registry killed: 20 each, the suite runs 2), figures printed
+ha-faults: venv hosts
+	CEPHEUS_HA_FAULTS=20 CEPHEUS_FORWARD_FAULTS=20,5,5 CEPHEUS_HOST_FAULTS=20 $(BIN)/pytest -q -s --require-services \
+		tests/integration/ha/test_failover.py tests/integration/ha/test_forwarding.py \
+		tests/integration/ha/test_host_faults.py
 
 ## make ha-soak: two members under load for 30 minutes without faults: no role may change
 ha-soak: venv

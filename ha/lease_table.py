@@ -14,6 +14,8 @@ The rules:
   that exists: one that arrives after its holder released the lease, or after it expired,
   must not start a term its sender does not know of (it stepped down: the lease would stand
   unused until it expired).
+- `renew` renews many leases at once: each its holder still holds, as `acquire` would (the
+  epoch stays, the requirement too); it grants nothing.
 - `take_over` grants a lease still held by `dead` under `epoch` at once (epoch + 1), when the
   asker's log covers what it requires: only for a holder whose process is known gone, and
   safe only because the sink's fence refuses the old epoch's late writes.
@@ -27,6 +29,7 @@ Pure logic. Imports nothing of ours but `ha.ports`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ha.ports import Lease, LogPosition
@@ -74,6 +77,13 @@ class LeaseTable:
             row.holder = node
             row.expires_ms = now_ms + ttl_ms
         return self._lease(plan, now_ms)
+
+    def renew(self, plans: Sequence[str], node: str, ttl_ms: int, now_ms: int) -> dict[str, Lease]:
+        for plan in plans:
+            row = self._rows.get(plan)
+            if row is not None and row.holder == node and row.expires_ms > now_ms:
+                row.expires_ms = now_ms + ttl_ms
+        return {plan: self._lease(plan, now_ms) for plan in plans if plan in self._rows}
 
     def take_over(
         self,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -190,6 +191,15 @@ class LeaseStore(Protocol):
         free or expired and `held` covers what it requires (a new holder gets the epoch + 1);
         else change nothing. A renewal with `require` raises the requirement to it (never
         lowers it). Returns the lease as it stands afterwards, whoever holds it."""
+        ...
+
+    def renew(self, plans: Sequence[str], node: str, ttl_ms: int) -> dict[str, Lease]:
+        """Renew, in one request, the lease of each of `plans` that `node` holds and has not let
+        expire, for `ttl_ms` (the epoch stays): for those, what `acquire(plan, node, ttl_ms)`
+        would do. Changes no other lease. Returns each plan's lease as it stands afterwards
+        (a plan never leased is absent): the caller asks `acquire` for the plans not renewed.
+        A member notifying for hundreds of plans keeps their renewals within `renew_ms` on a
+        registry some milliseconds away only so (one request per plan would take longer)."""
         ...
 
     def take_over(

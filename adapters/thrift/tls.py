@@ -54,7 +54,7 @@ def server_context(settings: ServerSettings) -> tuple[ssl.SSLContext, Path]:
         cert = Path(settings.cert_file)
         key = Path(settings.key_file) if settings.key_file else None
     else:
-        cert, key = self_signed(Path(settings.data_dir) / "tls")
+        cert, key = self_signed(Path(settings.data_dir) / "tls", settings.host)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -84,8 +84,9 @@ _KEY_USAGE = x509.KeyUsage(
 )
 
 
-def self_signed(directory: Path) -> tuple[Path, Path]:
-    """`cert.pem` and `key.pem` in `directory`, generated on first use."""
+def self_signed(directory: Path, address: str = "") -> tuple[Path, Path]:
+    """`cert.pem` and `key.pem` in `directory`, generated on first use; valid for localhost,
+    this machine's name and, when it is one, the IP address the listener is bound to."""
     cert, key = directory / CERT_NAME, directory / KEY_NAME
     if cert.is_file() and key.is_file():
         return cert, key
@@ -104,6 +105,7 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
             x509.DNSName(host),
             x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
             x509.IPAddress(ipaddress.ip_address("::1")),
+            *_bound(address),
         ]
     )
     now = datetime.datetime.now(datetime.UTC)
@@ -166,3 +168,12 @@ def client_context(ca_file: str | None = None, *, insecure: bool = False) -> ssl
     else:
         context.load_default_certs()
     return context
+
+
+def _bound(address: str) -> list[x509.GeneralName]:
+    """The bound address as a name of the certificate (none for a wildcard, a name or a loopback)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return []
+    return [] if ip.is_unspecified or ip.is_loopback else [x509.IPAddress(ip)]

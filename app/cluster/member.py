@@ -5,7 +5,8 @@ Drives the pure state machines of `ha/` with real time, sockets and the registry
   connection that closes in order marks its member dead at once (its process died);
 - every `renew_ms` a role loop asks `ha.roles.PlanRole` what to do for each redundant plan
   deployed here, and asks the registry's lease store (`take_over` when the holder's process is
-  known dead, `acquire` otherwise);
+  known dead, `acquire` otherwise; the renewals of the leases it holds in one request for all
+  its plans, `renew`, so hundreds of plans keep their renewal interval on a distant registry);
 - a node that holds a plan's lease leads its journal (it sequences the plan's input and
   forwards it to the standbys: `app.cluster.replication`) and delivers its outputs under a fence
   of its lease epoch (`app.cluster.fence`); the others follow the notifier, relay the bundles
@@ -43,7 +44,7 @@ from ha.membership import Membership
 from ha.messages import NotNotifier, Subscribe
 from ha.ports import Lease, LeaseStore, LogPosition
 from ha.resends import DirectCopies, Resends
-from ha.roles import Action, Situation, Transition
+from ha.roles import Action, Round, Situation, Transition
 from ha.seat import PlanSeat, Report
 
 log = logging.getLogger(__name__)
@@ -259,11 +260,41 @@ class Cluster:
                 return
             with self._lock:
                 plans = list(self._plans.values())
+            renewing: list[tuple[_Plan, Round, Situation]] = []  # asked together after the others
             for plan in plans:
                 try:
-                    self._decide(plan)
+                    turn = self._turn(plan)
+                    if turn is not None and _renews(plan, turn[0]):
+                        renewing.append((plan, *turn))
+                    elif turn is not None:
+                        self._act(plan, *turn, None)
                 except Exception:
                     log.exception("plan %s: the role loop failed", plan.name)
+            renewals = self._renew([plan for plan, _, _ in renewing])
+            for plan, renewal, situation in renewing:
+                try:
+                    self._act(plan, renewal, situation, renewals.get(plan.name))
+                except Exception:
+                    log.exception("plan %s: the role loop failed", plan.name)
+
+    def _renew(self, plans: list[_Plan]) -> dict[str, tuple[float, Lease | None]]:
+        """Renew the leases of `plans` (whose notifier this node is) in one request: per plan
+        renewed or failed, (when the request was sent, the lease it got; None: the registry did
+        not answer); a plan whose lease was not renewed (it expired meanwhile) is absent, and
+        its round asks `acquire` alone, as it would have without the others."""
+        if not plans:
+            return {}
+        sent = time.monotonic()
+        try:
+            leases = self._leases.renew([p.name for p in plans], self.me, self.settings.timing.ttl_ms)
+        except Exception as exc:
+            log.debug("cluster: renewal of %d leases failed: %s", len(plans), exc)
+            return {p.name: (sent, None) for p in plans}
+        return {
+            name: (sent, lease)
+            for name, lease in leases.items()
+            if lease.holder == self.me and lease.ttl_ms > 0
+        }
 
     def _predecessor_gone(self) -> bool:
         """Whether the leases this member's name held before this process started are given up
@@ -287,11 +318,13 @@ class Cluster:
             plan.seat.stream_ended()
         self._nudge.set()
 
-    def _decide(self, plan: _Plan) -> None:
+    def _turn(self, plan: _Plan) -> tuple[Round, Situation] | None:
+        """What the plan's seat decides this round, and the situation it decided in; None when
+        it decides nothing yet (or a follower is still stopping)."""
         now = time.monotonic()
         follower = plan.follower
         if follower is not None and follower.stopping:
-            return  # a takeover declined while it still applied the old notifier's stream
+            return None  # a takeover declined while it still applied the old notifier's stream
         if follower is not None and follower.ended and not self._stop.is_set() and not plan.epoch:
             plan.follower = follower = self._follower(plan)  # the stopped one's thread has ended
             follower.start()
@@ -324,12 +357,21 @@ class Cluster:
         with plan.seat_lock:
             turn = seat.round(situation)
         if turn is None:
-            return  # the others have not been heard from yet: the view would be wrong
+            return None  # the others have not been heard from yet: the view would be wrong
+        return turn, situation
+
+    def _act(
+        self, plan: _Plan, turn: Round, situation: Situation, renewed: tuple[float, Lease | None] | None
+    ) -> None:
+        """Do what the round decided; `renewed`: (sent, answer) of the lease's renewal in bulk."""
+        seat = plan.seat
         if turn.action is Action.ACQUIRE:
             sent = time.monotonic()
             held = plan.journal.held()
             try:
-                if turn.take_over is not None:
+                if renewed is not None:
+                    sent, lease = renewed
+                elif turn.take_over is not None:
                     dead, epoch = turn.take_over
                     lease = self._leases.take_over(
                         plan.name, self.me, self.settings.timing.ttl_ms, dead, epoch, held
@@ -650,3 +692,8 @@ class Cluster:
             sequencer.serve(connection, request)
         elif connection.purpose == "relay":
             self._relays.serve(connection)
+
+
+def _renews(plan: _Plan, turn: Round) -> bool:
+    """Whether the round asks for a lease this node notifies under (a renewal, asked in bulk)."""
+    return turn.action is Action.ACQUIRE and turn.take_over is None and plan.epoch > 0

@@ -4,9 +4,11 @@ One row per plan in `cep_leases`: holder, epoch, and when the lease expires in m
 the *database's* clock (`expires_ms`), so the nodes' clocks never decide who holds a lease.
 `acquire` is a conditional UPDATE that succeeds only for the holder or once the lease has
 expired (the row lock makes two nodes' requests take turns), else an INSERT for a plan never
-leased, else nothing; then a read of the row as it stands. `take_over` is the same
-conditional UPDATE on the dead holder and its epoch instead of the expiry. Both grant the lease
-to a node that does not hold it only if its log covers the row's `required_term`/`required_position`
+leased, else nothing; then a read of the row as it stands. `renew` is one UPDATE of
+every plan in a list that the node holds unexpired, and one read of their rows: the role loop
+of a member notifying for hundreds of plans renews them all in two round trips. `take_over` is
+the same conditional UPDATE on the dead holder and its epoch instead of the expiry. `acquire` and
+`take_over` grant the lease to a node that does not hold it only if its log covers the row's `required_term`/`required_position`
 (see `ha.ports.LeaseStore`), checked in the same UPDATE. Leases are not registry entities: writing
 them moves no revision. Imports the registry's tables and `ha`.
 
@@ -21,7 +23,7 @@ SQLite serialises writers anyway: there the statements share one transaction.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from app.registry.registry import Registry
 
 _ATTEMPTS = 3  # of a lease request that lost a deadlock
+_PLANS_PER_STATEMENT = 500  # of a bulk renewal: an IN list of bounded length
 
 _NOW_MS = {
     "mysql": "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)",
@@ -126,6 +129,38 @@ class RegistryLeases:
             lease = self._row(conn, plan)
         assert lease is not None
         return lease
+
+    def renew(self, plans: Sequence[str], node: str, ttl_ms: int) -> dict[str, Lease]:
+        _check_ttl(ttl_ms)
+        if not plans:
+            return {}
+        for attempt in range(_ATTEMPTS):
+            try:
+                return self._renew(plans, node, ttl_ms)
+            except sa_exc.DBAPIError as exc:
+                if attempt == _ATTEMPTS - 1 or not is_lock_conflict(exc):
+                    raise
+        raise AssertionError  # unreachable: the last attempt returned or raised
+
+    def _renew(self, plans: Sequence[str], node: str, ttl_ms: int) -> dict[str, Lease]:
+        c = schema.leases.c
+        leases: dict[str, Lease] = {}
+        with self._statements() as conn:
+            now = now_ms(conn.dialect.name)
+            for chunk in _chunks(plans, _PLANS_PER_STATEMENT):
+                conn.execute(
+                    sa.update(schema.leases)
+                    .where(c.plan.in_(chunk), c.holder == node, c.expires_ms > now)
+                    .values(expires_ms=now + ttl_ms)
+                )
+                left = c.expires_ms - now
+                rows = conn.execute(
+                    sa.select(c.plan, c.holder, c.epoch, left, c.required_term, c.required_position).where(
+                        c.plan.in_(chunk)
+                    )
+                ).all()
+                leases.update((r[0], _lease(r[0], tuple(r[1:]))) for r in rows)
+        return leases
 
     def take_over(
         self, plan: str, node: str, ttl_ms: int, dead: str, epoch: int, held: LogPosition | None = None
@@ -240,6 +275,11 @@ def _required_up_to(where: LogPosition, *, inclusive: bool) -> sa.ColumnElement[
         c.required_term < where.term,
         sa.and_(c.required_term == where.term, position),
     )
+
+
+def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def _check_ttl(ttl_ms: int) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from adapters.thrift.errors import ConnectionClosed, RemoteApplicationError, TransportError
+from tests.support.hosts import Host
 from tests.support.nodes import NodeProcess, toml_config
 from tests.support.rooms import BUNDLE, Feeder, Reading
 
@@ -23,20 +24,31 @@ class Pair:
     """Two (or `members`) cluster members that know each other's cluster port. `registries`: each
     member's own registry URL (the same database through different proxies), instead of `registry`."""
 
-    def __init__(self, tmp: Path, registry: str, registries: Sequence[str] = (), members: int = 2) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        registry: str,
+        registries: Sequence[str] = (),
+        members: int = 2,
+        hosts: Sequence[Host] = (),
+    ) -> None:
+        """`hosts`: one of its own for each member (`tests.support.hosts`; default: all on 127.0.0.1)."""
         self.nodes: list[NodeProcess] = []
         names = "abcdefgh"[:members]
-        for name, url in zip(names, registries or [registry] * members, strict=True):
+        for i, (name, url) in enumerate(zip(names, registries or [registry] * members, strict=True)):
             (tmp / name).mkdir()
-            self.nodes.append(NodeProcess(tmp / name, url))
-        self.advertise([f"127.0.0.1:{node.cluster_port}" for node in self.nodes])
+            if hosts:
+                self.nodes.append(NodeProcess(tmp / name, url, hosts[i].address, hosts[i].prefix))
+            else:
+                self.nodes.append(NodeProcess(tmp / name, url))
+        self.advertise([f"{node.host}:{node.cluster_port}" for node in self.nodes])
 
     def advertise(self, addresses: Sequence[str]) -> None:
         """Where the members reach each other's cluster port, one address each (a proxy in
         front of it, say): each advertises its own and lists them all as well-known addresses."""
         for node, address in zip(self.nodes, addresses, strict=True):
             node.sections["cluster"] = {
-                "host": "127.0.0.1",
+                "host": node.host,
                 "wka": list(addresses),
                 "advertise": address,
                 "secret": SECRET,

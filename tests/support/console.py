@@ -15,7 +15,7 @@ def api(
     node: NodeProcess, method: str, path: str, body: Any = None, token: str | None = None
 ) -> tuple[int, Any]:
     request = urllib.request.Request(
-        f"http://127.0.0.1:{node.console_port}/api/v1{path}",
+        f"http://{node.host}:{node.console_port}/api/v1{path}",
         method=method,
         data=None if body is None else json.dumps(body).encode(),
         headers={"Content-Type": "application/json"},

@@ -12,6 +12,7 @@ The test's own checks read the registry and the sink directly.
 from __future__ import annotations
 
 import random
+import statistics
 import threading
 import time
 from collections import Counter
@@ -299,11 +300,13 @@ class Watch:
         return spans
 
     def overlap(self) -> float:
-        """Seconds in which both members said they were the notifier."""
+        """Seconds in which two members said they were the notifier (summed over each two)."""
         total = 0.0
-        for a0, a1 in self.notifying(0):
-            for b0, b1 in self.notifying(1):
-                total += max(0.0, min(a1, b1) - max(a0, b0))
+        for i in range(len(self.nodes)):
+            for j in range(i + 1, len(self.nodes)):
+                for a0, a1 in self.notifying(i):
+                    for b0, b1 in self.notifying(j):
+                        total += max(0.0, min(a1, b1) - max(a0, b0))
         return total
 
     def changes(self, since: float = 0.0) -> list[tuple[float, str, str]]:
@@ -370,3 +373,12 @@ def wait_until(condition: Callable[[], object], timeout: float) -> float | None:
             return time.monotonic() - start
         time.sleep(0.01)
     return None
+
+
+def spread(seconds: list[float]) -> str:
+    """p50, p99 and the maximum of `seconds`, in ms."""
+    ms = sorted(t * 1000 for t in seconds)
+    if not ms:
+        return "none measured"
+    p99 = ms[min(len(ms) - 1, round(0.99 * (len(ms) - 1)))]
+    return f"p50 {statistics.median(ms):.0f} ms, p99 {p99:.0f} ms, max {ms[-1]:.0f} ms"

@@ -143,13 +143,19 @@ class NodeProcess:
     """`cepheus server` in a process of its own, on WSO2's ports plus a free offset (so the TLS
     port is the plain one + 100, as Gen-1 clients expect); its log goes to `<tmp>/server.log`."""
 
-    def __init__(self, tmp: Path, registry_url: str) -> None:
+    def __init__(
+        self, tmp: Path, registry_url: str, host: str = "127.0.0.1", prefix: Sequence[str] = ()
+    ) -> None:
+        """`host`: the address it serves on; `prefix`: what its command runs under (`ip netns
+        exec NS` for a host of its own: `tests.support.hosts`)."""
         self.tmp = tmp
+        self.host = host
+        self.prefix = list(prefix)
         self.offset = free_offset()
         self.sections = node_sections(tmp, registry_url)
         self.sections["node"]["port_offset"] = self.offset
         for section in ("console", "thrift"):
-            self.sections[section] = {"host": "127.0.0.1"}
+            self.sections[section] = {"host": host}
         self.config_path = tmp / "cepheus.toml"
         self.config_path.write_text(toml_config(self.sections), encoding="utf-8")
         self.log_path = tmp / "server.log"
@@ -198,7 +204,16 @@ class NodeProcess:
         env = {**os.environ, "CEPHEUS_ADMIN_PASSWORD": ADMIN_PASSWORD, **(env or {})}
         with self.log_path.open("ab") as log:  # a restart adds to the log of the runs before
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "app.cli", "server", "--config", str(self.config_path), *args],
+                [
+                    *self.prefix,
+                    sys.executable,
+                    "-m",
+                    "app.cli",
+                    "server",
+                    "--config",
+                    str(self.config_path),
+                    *args,
+                ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=env,
@@ -212,13 +227,13 @@ class NodeProcess:
             msg = f"cepheus server exited with {self.process.returncode}:\n{self.log()}"
             raise AssertionError(msg)
         try:
-            return bool(get_json(f"http://127.0.0.1:{self.console_port}/health", 1.0)["status"] == "ok")
+            return bool(get_json(f"http://{self.host}:{self.console_port}/health", 1.0)["status"] == "ok")
         except (OSError, urllib.error.URLError, ValueError):
             return False
 
     def health(self) -> Any:
         """The node's detailed health report (plans, adapters, counts)."""
-        return get_json(f"http://127.0.0.1:{self.console_port}/health/details", password=ADMIN_PASSWORD)
+        return get_json(f"http://{self.host}:{self.console_port}/health/details", password=ADMIN_PASSWORD)
 
     def stop(self, timeout: float = 60.0) -> int:
         """SIGTERM, then wait; returns the exit code."""

@@ -179,8 +179,8 @@ class Feeder:
     def __init__(self, node: NodeProcess, base: int) -> None:
         self.base = base
         self.client = DataBridgeClient(
-            f"tcp://127.0.0.1:{node.thrift_port}",
-            f"ssl://127.0.0.1:{node.tls_port}",
+            f"tcp://{node.host}:{node.thrift_port}",
+            f"ssl://{node.host}:{node.tls_port}",
             username="admin",
             password=ADMIN_PASSWORD,
             bundle_size=BUNDLE,
@@ -247,8 +247,8 @@ def forwarding(node: NodeProcess) -> str:
 [[adapters]]
 name = "toDownstream"
 type = "wso2event"
-receiverURL = "tcp://127.0.0.1:{node.thrift_port}"
-authenticatorURL = "ssl://127.0.0.1:{node.tls_port}"
+receiverURL = "tcp://{node.host}:{node.thrift_port}"
+authenticatorURL = "ssl://{node.host}:{node.tls_port}"
 ca_file = "{node.certificate}"
 username = "admin"
 password = "{ADMIN_PASSWORD}"

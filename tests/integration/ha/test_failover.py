@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import random
 import signal
-import statistics
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ import pytest
 
 from tests.support.cluster import ClusterFeeder, Pair, SinkWatcher, plan_status
 from tests.support.databases import isolated_database
+from tests.support.faults import spread
 from tests.support.nodes import NodeProcess, wait_for
 from tests.support.rooms import assert_exact, provision, readings, sink_rows
 
@@ -131,14 +131,6 @@ class Faults:
     takeovers: list[float]  # seconds from each fault to the new notifier
     gaps: list[float]  # seconds without a new row in the sink around each fault
     resent: int  # bundles the client sent again
-
-
-def spread(seconds: list[float]) -> str:
-    ms = sorted(t * 1000 for t in seconds)
-    if not ms:
-        return "none measured"
-    p99 = ms[min(len(ms) - 1, round(0.99 * (len(ms) - 1)))]
-    return f"p50 {statistics.median(ms):.0f} ms, p99 {p99:.0f} ms, max {ms[-1]:.0f} ms"
 
 
 def report(capsys: pytest.CaptureFixture[str], what: str, run: Faults, target_ms: int = 1000) -> None:

@@ -1,6 +1,6 @@
 """The registry's SQL lease store follows `ha.lease_table.LeaseTable`, the rules the simulator
-runs: the same random requests (acquire with and without a log and a requirement, take over,
-release) get the same answers on SQLite, MariaDB and PostgreSQL as in the table.
+runs: the same random requests (acquire with and without a log and a requirement, many
+renewals at once, take over, release) get the same answers on SQLite, MariaDB and PostgreSQL as in the table.
 
 Leases last a minute here, so none expires by the clock during a run and the two clocks never
 need to agree: a lease ends by `release`, which ends it at the store's "now" on both sides."""
@@ -18,7 +18,7 @@ from ha.ports import Lease, LogPosition
 
 TTL = 60_000
 NODES = ("a", "b", "c")
-PLANS = ("p", "q")
+PLANS = ("p", "q", "r")
 
 
 def log(rng: random.Random) -> LogPosition | None:
@@ -39,7 +39,9 @@ def test_the_sql_store_answers_every_request_as_the_rules_do(registry: Registry,
     now = 1_000_000  # the table's clock: it moves only past what a released lease needs
     for step in range(120):
         plan, node = rng.choice(PLANS), rng.choice(NODES)
-        kind = rng.choice(("acquire", "acquire", "renew", "take_over", "release", "release_all", "current"))
+        kind = rng.choice(
+            ("acquire", "acquire", "renew", "renew_many", "take_over", "release", "release_all", "current")
+        )
         if kind == "acquire":
             held = log(rng)
             got, want = sql.acquire(plan, node, TTL, held), table.acquire(plan, node, TTL, now, held)
@@ -47,6 +49,13 @@ def test_the_sql_store_answers_every_request_as_the_rules_do(registry: Registry,
             require = log(rng)
             got = sql.acquire(plan, node, TTL, require=require)
             want = table.acquire(plan, node, TTL, now, require=require)
+        elif kind == "renew_many":
+            plans = rng.sample(PLANS, rng.randint(0, len(PLANS)))
+            got_all, want_all = sql.renew(plans, node, TTL), table.renew(plans, node, TTL, now)
+            assert {p: shown(x) for p, x in got_all.items()} == {p: shown(x) for p, x in want_all.items()}, (
+                f"step {step}: renew {plans} by {node}"
+            )
+            continue
         elif kind == "take_over":
             current = table.current(plan, now)
             dead, epoch = (current.holder, current.epoch) if current and rng.random() < 0.7 else ("c", 1)
