@@ -125,6 +125,10 @@ class Cluster:
     heartbeat_ms: int = 200
     suspect_ms: int = 600  # a member not heard from this long is suspected
     dead_ms: int = 1500  # ... and this long, dead (a closed connection: dead at once)
+    # mutual TLS between the members, on when cert_file is set (then key_file and ca_file too)
+    cert_file: str = ""  # this member's certificate (PEM), signed by the cluster CA
+    key_file: str = ""  # its private key (PEM)
+    ca_file: str = ""  # the cluster CA's certificate (PEM): a member's peers must show one it signed
 
 
 @dataclass(frozen=True)
@@ -337,6 +341,7 @@ def _validate(cfg: Config) -> None:
             "cluster.wka lists members; e.g. CEPHEUS__CLUSTER__SECRET=$(openssl rand -hex 24)"
         )
         raise ConfigError(msg)
+    _validate_cluster_tls(c)
     for key in (
         "max_request_bytes",
         "max_header_bytes",
@@ -428,6 +433,26 @@ def _validate(cfg: Config) -> None:
         if not host or not port_text.isdigit():
             msg = f"cluster address {address!r} (wka or advertise) must be host:port"
             raise ConfigError(msg)
+
+
+def _validate_cluster_tls(c: Cluster) -> None:
+    """TLS on the cluster channel is all three files or none: a half-set section must not leave
+    the members talking in clear."""
+    if c.cert_file:
+        for key, what in (("key_file", "its private key"), ("ca_file", "the cluster CA's certificate")):
+            if not getattr(c, key):
+                msg = (
+                    f"cluster.{key} must be set when cluster.cert_file is ([cluster] runs over mutual "
+                    f"TLS then): {what}, a PEM file"
+                )
+                raise ConfigError(msg)
+    elif c.key_file or c.ca_file:
+        given = " and ".join(f"cluster.{k}" for k in ("key_file", "ca_file") if getattr(c, k))
+        msg = (
+            f"cluster.cert_file must be set when {given} is: TLS on the cluster channel needs "
+            "this member's certificate (PEM), its key and the cluster CA"
+        )
+        raise ConfigError(msg)
 
 
 def _validate_spark(s: Spark) -> None:

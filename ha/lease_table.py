@@ -122,6 +122,9 @@ class LeaseTable:
     def current(self, plan: str, now_ms: int) -> Lease | None:
         return self._lease(plan, now_ms) if plan in self._rows else None
 
+    def all(self, now_ms: int) -> list[Lease]:
+        return [self._lease(plan, now_ms) for plan in sorted(self._rows)]
+
     def _lease(self, plan: str, now_ms: int) -> Lease:
         row = self._rows[plan]
         return Lease(plan, row.holder, row.epoch, max(0, row.expires_ms - now_ms), row.required)

@@ -225,3 +225,7 @@ class LeaseStore(Protocol):
     def current(self, plan: str) -> Lease | None:
         """The lease of `plan` as it stands (its holder may have expired), None if never granted."""
         ...
+
+    def all(self) -> builtins.list[Lease]:
+        """Every plan's lease as it stands, in one request, by plan."""
+        ...

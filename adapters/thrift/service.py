@@ -4,8 +4,9 @@
 the shared `Sessions`, and returns the reply. It owns the server's error semantics:
 declared exceptions (`se`, `ae`, `mtd`, `ade`, `tde`, `tnde`, `ue`), UNKNOWN_METHOD for
 a method the service lacks (the connection stays usable), PROTOCOL_ERROR for arguments
-that cannot be decoded (the connection must close), INTERNAL_ERROR for handler bugs.
-No sockets here, so it is tested with bytes alone.
+that cannot be decoded (the connection must close), INTERNAL_ERROR for handler bugs and
+for what the node cannot take now (`Busy`: backpressure, a full input log or disk; the client
+sends the bundle again, so those are logged once per interval). No sockets here, so it is tested with bytes alone.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from adapters.thrift.messages import (
 )
 from adapters.thrift.peer import Peer
 from adapters.thrift.sessions import Sessions
-from engine.errors import CEPError
+from engine.errors import Busy, CEPError
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +117,9 @@ class Dispatcher:
             failure: Exception = exc
         except Exception as exc:  # a handler bug must not kill the connection thread
             failure = exc
-        if isinstance(failure, CEPError):
+        if isinstance(failure, Busy):  # retried by its client at once: a line per interval
+            self._warn(f"{method.name}/busy", str(failure))
+        elif isinstance(failure, CEPError):
             log.warning("%s failed: %s", method.name, failure)
         else:
             log.error("%s failed", method.name, exc_info=failure)

@@ -6,6 +6,7 @@ HAError (engine.errors)
    ├─ PeerError: the connection to a member failed, closed, or broke the protocol
    │  ├─ PeerClosed: closed in order (FIN)
    │  ├─ PeerReset: reset or failed
+   │  │  └─ PeerTLSError: its TLS failed (no valid certificate, or a record altered on the way)
    │  └─ PeerRefused: nothing listens at its cluster port (its process is not running)
    └─ StateDoesNotFit: a notifier's state does not fit this member's plan
 ```
@@ -32,6 +33,13 @@ class PeerClosed(PeerError):
 class PeerReset(PeerError):
     """The connection was reset or failed (a firewall, a proxy, a network fault): nothing is
     known of the peer's process."""
+
+
+class PeerTLSError(PeerReset):
+    """The connection's TLS failed: the handshake (no certificate from the cluster CA, or no TLS
+    at all), or a record that fails its integrity check (altered or forged on the way). Nothing
+    read from the connection after that is used; as with a reset, nothing is known of the peer's
+    process."""
 
 
 class StateDoesNotFit(ClusterError):

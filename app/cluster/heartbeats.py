@@ -77,7 +77,7 @@ class Heartbeats:
         """Heartbeats to the member at `address` until the connection fails (a new link follows)."""
         settings = self.settings
         try:
-            connection = connect(address, settings.me, "heartbeat", settings.secret, timeout=0.5)
+            connection = connect(address, settings.me, "heartbeat", settings.keys, timeout=0.5)
         except PeerError:
             self._stop.wait(settings.timeouts.heartbeat_ms / 1000)
             return
@@ -138,7 +138,7 @@ class Heartbeats:
                     address,
                     self.settings.me,
                     "probe",
-                    self.settings.secret,
+                    self.settings.keys,
                     timeout=left,
                     handshake_seconds=left,
                 )

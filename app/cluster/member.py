@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, cast
+from typing import Any, ParamSpec, TypeVar, cast
 
 from adapters.output.base import Fence, Origin
 from app.cluster.fence import NotifierFence
@@ -48,6 +48,8 @@ from ha.roles import Action, Round, Situation, Transition
 from ha.seat import PlanSeat, Report
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+_P = ParamSpec("_P")
 
 WATERMARK_FLUSH_SECONDS = 30.0  # a sink behind by seconds delays the report, it must not stop it
 # A graceful stop waits this long for the adapters before it hands its plans over: a sink that
@@ -115,11 +117,12 @@ class Cluster:
         self._threads: list[threading.Thread] = []
         self._round = threading.Lock()  # held by a role round
         self._nudge = threading.Event()  # a role round now: a notifier's stream ended, a member left
+        self._resume_at = 0  # where the next round goes on among the plans this node does not notify
         self._started = 0.0
         self._predecessor_released = False
         self._heartbeats = Heartbeats(settings, self.membership, self._addresses, self._stop, self._left)
         self._relays = Relays(settings, self._leading, self._notifier_of, self._notifying, admit)
-        self.server = PeerServer(settings.host, settings.port, self.me, settings.secret, self._serve)
+        self.server = PeerServer(settings.host, settings.port, self.me, settings.keys, self._serve)
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
@@ -228,6 +231,7 @@ class Cluster:
             "members": {m: s.value for m, s in self.membership.view(now).items()},
             "draining": sorted(self._draining),
             "pins": dict(self._pins),
+            "refused_tls": self.server.refused_tls,  # cluster connections without TLS or a CA-signed cert
             "plans": {
                 p.name: {
                     "role": "notifier" if p.epoch else "standby",
@@ -255,27 +259,75 @@ class Cluster:
         forever(self._stop, period, self._role_round, "the role loop", wake=self._nudge)
 
     def _role_round(self) -> None:
+        """First the plans this node notifies for: their renewals in one request, then what
+        else their rounds decided; then the other plans, within half a renewal interval (a
+        takeover is slow: its journal and its state), the rest in the next round, which comes
+        at once. So a member taking over a hundred plans still renews those it holds in time."""
         with self._round:
             if self._stop.is_set() or not self._predecessor_gone():
                 return
             with self._lock:
                 plans = list(self._plans.values())
-            renewing: list[tuple[_Plan, Round, Situation]] = []  # asked together after the others
-            for plan in plans:
-                try:
-                    turn = self._turn(plan)
-                    if turn is not None and _renews(plan, turn[0]):
-                        renewing.append((plan, *turn))
-                    elif turn is not None:
-                        self._act(plan, *turn, None)
-                except Exception:
-                    log.exception("plan %s: the role loop failed", plan.name)
+            notifying = [p for p in plans if p.epoch]
+            renewing: list[tuple[_Plan, Round, Situation]] = []
+            deciding: list[tuple[_Plan, Round, Situation]] = []
+            for plan in notifying:
+                decided = self._guarded(plan, self._turn, plan)
+                if decided is not None:
+                    (renewing if _renews(plan, decided[0]) else deciding).append((plan, *decided))
             renewals = self._renew([plan for plan, _, _ in renewing])
-            for plan, renewal, situation in renewing:
-                try:
-                    self._act(plan, renewal, situation, renewals.get(plan.name))
-                except Exception:
-                    log.exception("plan %s: the role loop failed", plan.name)
+            for plan, turn, situation in renewing:
+                self._guarded(plan, self._act, plan, turn, situation, renewals.get(plan.name))
+            for plan, turn, situation in deciding:
+                self._guarded(plan, self._act, plan, turn, situation, None)
+            others = [p for p in plans if p not in notifying]
+            if not others:
+                return
+            self._look_up(others)
+            until = time.monotonic() + self.settings.timing.renew_ms / 1000 / 2
+            start = self._resume_at % len(others)
+            for k, plan in enumerate(others[start:] + others[:start]):
+                if k and time.monotonic() > until:
+                    self._resume_at = start + k
+                    self._nudge.set()
+                    return
+                decided = self._guarded(plan, self._turn, plan)
+                if decided is not None:
+                    self._guarded(plan, self._act, plan, *decided, None)
+            self._resume_at = 0
+
+    def _look_up(self, plans: list[_Plan]) -> None:
+        """Read in one request the leases of the plans whose rounds would each read theirs now:
+        a member whose peer died has that many plans to look up at once, each a round trip to
+        the registry, and the rounds would spend their time on those instead of on takeovers."""
+        now = time.monotonic()
+        due = []
+        for plan in plans:
+            follower = plan.follower
+            if not (plan.seat.must_look_up or (follower is not None and not follower.live)):
+                continue
+            with plan.seat_lock:
+                if plan.seat.lookup_due(now, follower.ended_at if follower is not None else None):
+                    due.append(plan)
+        if len(due) < 2:
+            return
+        try:
+            leases = {lease.plan: lease for lease in self._leases.all()}
+        except Exception as exc:
+            log.debug("cluster: cannot read the leases: %s", exc)
+            return
+        for plan in due:
+            with plan.seat_lock:
+                plan.seat.looked_up_at(now, leases.get(plan.name))
+
+    def _guarded(self, plan: _Plan, step: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T | None:
+        """`step(*args, **kwargs)`, or None when it failed (logged: one plan's failure must not
+        stop the loop)."""
+        try:
+            return step(*args, **kwargs)
+        except Exception:
+            log.exception("plan %s: the role loop failed", plan.name)
+            return None
 
     def _renew(self, plans: list[_Plan]) -> dict[str, tuple[float, Lease | None]]:
         """Renew the leases of `plans` (whose notifier this node is) in one request: per plan
@@ -547,7 +599,7 @@ class Cluster:
             plan.journal,
             plan.gate,
             notifier=lambda: self._notifier(plan),
-            connect=lambda address: connect(address, self.me, "replicate", self.settings.secret),
+            connect=lambda address: connect(address, self.me, "replicate", self.settings.keys),
             install=lambda blob: self._install(plan.name, blob),
             ended=lambda: self._stream_ended(plan),
         )

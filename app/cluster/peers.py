@@ -1,4 +1,5 @@
-"""The channel between cluster members: authenticated TCP connections carrying `ha.messages`.
+"""The channel between cluster members: authenticated TCP connections carrying `ha.messages`,
+over mutual TLS when the cluster has certificates.
 
 A message is a JSON header (its fields, with `"t"` its type) and an optional binary body (a
 message's `body` field), framed as
@@ -15,10 +16,23 @@ a nonce); the accepting side answers with its own nonce and an HMAC-SHA256 over 
 its name and the purpose (`Challenge`); the connecting side proves itself the same way
 (`Proof`). Nothing else is read before that, frames before it are at most `HANDSHAKE_BYTES`,
 and it must finish within `handshake_seconds` in all: a client without the secret costs the
-node one short-lived socket. The secret authenticates peers; it does not encrypt: run the
-cluster port on a private network.
+node one short-lived socket. The secret authenticates peers; it does not encrypt, and after
+it nothing authenticates a message.
 
-Imports nothing of ours but its errors (`app.cluster.errors`) and `ha.messages`.
+With certificates (`[cluster] cert_file`, `key_file`, `ca_file`: `ClusterKeys`) every
+connection is TLS first (1.2 at least, 1.3 when both sides have it), and the handshake on the
+secret runs inside it: each side shows its certificate and requires the other's, signed by the
+cluster CA. Host names are not checked: members are reached at whatever `wka` and `advertise`
+say (an address, a name, a proxy in front), and membership is a certificate from the cluster's
+own CA plus the secret, which a certificate for some host name would add nothing to. Every
+record is then authenticated by TLS: one altered or injected on the way fails its integrity
+check, and the connection fails (`PeerTLSError`) with nothing decoded from it. The accepting
+side does its TLS handshake in the connection's own thread within the same `handshake_seconds`;
+a connection that does not complete it (plain bytes, no certificate from the CA, silence) is
+refused and counted (`PeerServer.refused_tls`), and logged at most once a minute.
+
+Imports nothing of ours but its errors (`app.cluster.errors`, `engine.errors`), `ha.messages`
+and the log throttle (`adapters.throttle`).
 """
 
 from __future__ import annotations
@@ -30,6 +44,7 @@ import json
 import logging
 import os
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -38,7 +53,9 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from app.cluster.errors import PeerClosed, PeerError, PeerRefused, PeerReset
+from adapters.throttle import Throttle
+from app.cluster.errors import PeerClosed, PeerError, PeerRefused, PeerReset, PeerTLSError
+from app.cluster.tls import ClusterKeys, Stream, TLSStream, keys_of, why
 from ha.messages import KINDS, Challenge, Hello, Message, Proof, Refused, Welcome
 
 log = logging.getLogger(__name__)
@@ -48,6 +65,7 @@ HANDSHAKE_SECONDS = 3.0
 MAX_MESSAGE_BYTES = 512 * 1024 * 1024  # a snapshot travels in one message
 MAX_HANDSHAKES = 16  # connections authenticating at once; more are closed at once
 SEND_SECONDS = 5  # a send that cannot go on for this long fails the connection
+REFUSALS_LOG_SECONDS = 60.0  # connections refused for want of TLS: one log line at most this often
 _FRAME = struct.Struct(">II")
 _M = typing.TypeVar("_M")
 
@@ -164,13 +182,10 @@ def decode(data: bytes, body: bytes, peer: str) -> Message:
     return shape.kind(**values)
 
 
-# ---- connections ---------------------------------------------------------------------------
-
-
 class Connection:
     """One authenticated connection; `send` may be called from several threads."""
 
-    def __init__(self, sock: socket.socket, peer: str, purpose: str) -> None:
+    def __init__(self, sock: Stream, peer: str, purpose: str) -> None:
         self.sock = sock
         self.peer = peer
         self.purpose = purpose
@@ -185,6 +200,10 @@ class Connection:
                 self.sock.sendall(frame + body if len(body) < 65536 else frame)
                 if len(body) >= 65536:
                     self.sock.sendall(body)
+        except ssl.SSLError as exc:
+            self.close()
+            msg = f"cannot send to {self.peer}: TLS failed ({why(exc)})"
+            raise PeerTLSError(msg) from None
         except OSError as exc:
             self.close()
             msg = f"cannot send to {self.peer}: {exc.strerror or exc}"
@@ -228,24 +247,25 @@ class Connection:
         return self._closed
 
 
-def _recv_exact(
-    sock: socket.socket, n: int, peer: str, deadline: float | None, idle: float | None = None
-) -> bytes:
+def _recv_exact(sock: Stream, n: int, peer: str, deadline: float | None, idle: float | None = None) -> bytes:
     chunks: list[bytes] = []
     while n:
         if idle is not None:
             deadline = time.monotonic() + idle
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                msg = f"{peer} sent nothing in time"
-                raise PeerError(msg)
-            sock.settimeout(left)
         try:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    msg = f"{peer} sent nothing in time"
+                    raise PeerError(msg)
+                sock.settimeout(left)  # fails too if another thread closed the connection meanwhile
             chunk = sock.recv(min(n, 1 << 20))
         except TimeoutError:
             msg = f"{peer} sent nothing in time"
             raise PeerError(msg) from None
+        except ssl.SSLError as exc:  # an altered or forged record, or the peer's alert
+            msg = f"TLS connection with {peer} failed: {why(exc)}; nothing more is read from it"
+            raise PeerTLSError(msg) from None
         except OSError as exc:
             msg = f"connection to {peer} failed: {exc.strerror or exc}"
             raise PeerReset(msg) from None
@@ -255,12 +275,15 @@ def _recv_exact(
         chunks.append(chunk)
         n -= len(chunk)
     if deadline is not None:
-        sock.settimeout(None)
+        try:
+            sock.settimeout(None)
+        except OSError:  # closed by another thread: the next read or send says so
+            pass
     return b"".join(chunks)
 
 
 def _recv(
-    sock: socket.socket, peer: str, limit: int, deadline: float | None = None, idle: float | None = None
+    sock: Stream, peer: str, limit: int, deadline: float | None = None, idle: float | None = None
 ) -> Message:
     size, header_size = _FRAME.unpack(_recv_exact(sock, _FRAME.size, peer, deadline, idle))
     if size > limit or header_size > size - 4:
@@ -287,12 +310,14 @@ def connect(
     address: str,
     me: str,
     purpose: str,
-    secret: bytes,
+    secret: bytes | ClusterKeys,
     timeout: float = 2.0,
     handshake_seconds: float = HANDSHAKE_SECONDS,
 ) -> Connection:
     """An authenticated connection to the member at `address` ("host:port") for `purpose`:
-    `timeout` to connect, then `handshake_seconds` for the handshake."""
+    `timeout` to connect, then `handshake_seconds` for the handshakes (TLS when `secret` has
+    its contexts, then the secret's)."""
+    keys = keys_of(secret)
     host, _, port = address.rpartition(":")
     try:
         sock = socket.create_connection((host, int(port)), timeout=timeout)
@@ -306,29 +331,34 @@ def connect(
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.settimeout(handshake_seconds)
         deadline = time.monotonic() + handshake_seconds
+        stream: Stream = sock
+        if keys.client is not None:
+            tls = TLSStream(sock, keys.client, server_side=False)
+            tls.handshake(f"cluster member {address}", deadline)
+            stream = tls
         mine = os.urandom(16).hex()
-        probe = Connection(sock, address, purpose)
+        probe = Connection(stream, address, purpose)
         probe.send(Hello(me, purpose, mine))
-        answer = _recv(sock, address, HANDSHAKE_BYTES, deadline)
+        answer = _recv(stream, address, HANDSHAKE_BYTES, deadline)
         unproven = f"cluster member {address} did not prove it knows the cluster secret"
         if not isinstance(answer, Challenge):
             raise PeerError(unproven)
-        expected = _proof(secret, "accepting", mine, answer.nonce, answer.name, purpose)
+        expected = _proof(keys.secret, "accepting", mine, answer.nonce, answer.name, purpose)
         if not hmac.compare_digest(answer.proof, expected):
             raise PeerError(unproven)
-        probe.send(Proof(_proof(secret, "connecting", answer.nonce, mine, me, purpose)))
-        ready = _recv(sock, address, HANDSHAKE_BYTES, deadline)
+        probe.send(Proof(_proof(keys.secret, "connecting", answer.nonce, mine, me, purpose)))
+        ready = _recv(stream, address, HANDSHAKE_BYTES, deadline)
         if not isinstance(ready, Welcome):
             why = ready.why if isinstance(ready, Refused) else "no reason given"
             msg = f"cluster member {address} refused this node: {why}"
             raise PeerError(msg)
-        return _established(sock, answer.name, purpose)
+        return _established(stream, answer.name, purpose)
     except BaseException:
         sock.close()
         raise
 
 
-def _established(sock: socket.socket, peer: str, purpose: str) -> Connection:
+def _established(sock: Stream, peer: str, purpose: str) -> Connection:
     """An authenticated connection: reads wait as long as they must (the caller bounds them where
     it needs to), but a send to a peer that stopped reading fails after `SEND_SECONDS` instead of
     blocking its caller (and the locks it holds) for good."""
@@ -340,20 +370,23 @@ def _established(sock: socket.socket, peer: str, purpose: str) -> Connection:
 
 class PeerServer:
     """Accepts members' connections on `host:port`; `serve(connection)` runs in a thread of its
-    own per authenticated connection and owns it. A client must finish the handshake within
-    `handshake_seconds`."""
+    own per authenticated connection and owns it. A client must finish the handshakes (TLS when
+    `secret` has its contexts, then the secret's) within `handshake_seconds`. `refused_tls`:
+    connections refused because they did not complete TLS."""
 
     def __init__(
         self,
         host: str,
         port: int,
         me: str,
-        secret: bytes,
+        secret: bytes | ClusterKeys,
         serve: Callable[[Connection], None],
         handshake_seconds: float = HANDSHAKE_SECONDS,
     ) -> None:
+        keys = keys_of(secret)
         self.me = me
-        self._secret = secret
+        self._secret = keys.secret
+        self._tls = keys.server
         self._serve = serve
         self._handshake_seconds = handshake_seconds
         self._listener = socket.create_server((host, port), reuse_port=False)
@@ -361,6 +394,9 @@ class PeerServer:
         self._handshakes = threading.BoundedSemaphore(MAX_HANDSHAKES)
         self._stopped = False
         self._thread = threading.Thread(target=self._accept_loop, name="cluster-accept", daemon=True)
+        self.refused_tls = 0
+        self._refusals = Throttle(REFUSALS_LOG_SECONDS)
+        self._count_lock = threading.Lock()
 
     def start(self) -> None:
         self._thread.start()
@@ -389,8 +425,11 @@ class PeerServer:
             ).start()
 
     def _welcome(self, sock: socket.socket, address: str) -> None:
+        deadline = time.monotonic() + self._handshake_seconds  # both handshakes, not each read
         try:
-            connection = self._handshake(sock, address)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            stream = self._secure(sock, address, deadline)
+            connection = None if stream is None else self._handshake(stream, address, deadline)
         except PeerError as exc:
             log.warning("cluster connection from %s refused: %s", address, exc)
             sock.close()
@@ -400,8 +439,15 @@ class PeerServer:
             raise
         finally:
             self._handshakes.release()
+        if connection is None:
+            sock.close()
+            return
         try:
             self._serve(connection)
+        except PeerTLSError as exc:
+            log.warning(
+                "cluster connection from %s (%s) failed: %s", connection.peer, connection.purpose, exc
+            )
         except (PeerClosed, PeerReset) as exc:
             log.debug("cluster connection from %s (%s) ended: %s", connection.peer, connection.purpose, exc)
         except Exception:
@@ -409,9 +455,28 @@ class PeerServer:
         finally:
             connection.close()
 
-    def _handshake(self, sock: socket.socket, address: str) -> Connection:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        deadline = time.monotonic() + self._handshake_seconds  # for the whole handshake, not per read
+    def _secure(self, sock: socket.socket, address: str, deadline: float) -> Stream | None:
+        """`sock` itself without TLS; with it, its TLS stream once the client completed the
+        handshake with a certificate from the cluster CA, or None: refused and counted."""
+        if self._tls is None:
+            return sock
+        tls = TLSStream(sock, self._tls, server_side=True)
+        try:
+            tls.handshake("the client", deadline)
+        except PeerTLSError as exc:
+            with self._count_lock:
+                self.refused_tls += 1
+                total = self.refused_tls
+            if self._refusals.allow()[0]:
+                log.warning(
+                    "cluster connection from %s refused: %s (a member speaks TLS with a certificate from "
+                    "the cluster CA; %d refused so far, logged at most once a minute)",
+                    address, exc, total,
+                )  # fmt: skip
+            return None
+        return tls
+
+    def _handshake(self, sock: Stream, address: str, deadline: float) -> Connection:
         hello = _expect(
             _recv(sock, address, HANDSHAKE_BYTES, deadline), Hello, address, "did not start with hello"
         )

@@ -112,7 +112,7 @@ class Relays:
             connection = self._connections.get(key)
             if connection is None or connection.closed:
                 connection = self._connections[key] = connect(
-                    address, self.settings.me, "relay", self.settings.secret
+                    address, self.settings.me, "relay", self.settings.keys
                 )
             try:
                 connection.send(message)

@@ -50,7 +50,7 @@ from adapters.output.base import Origin
 from app.cluster.errors import PeerClosed, PeerError, StateDoesNotFit
 from app.cluster.gate import LockedGate
 from app.cluster.peers import Connection
-from app.persistence.errors import InputLogError
+from app.persistence.errors import DiskFault, InputLogError
 from app.persistence.journal import NotLeading, PlanJournal
 from app.persistence.records import Events, decode, encode
 from engine.events import Event
@@ -83,6 +83,7 @@ log = logging.getLogger(__name__)
 
 MAX_QUEUED = 200_000  # records a standby may be behind before it is dropped
 STATE_RETRY_SECONDS = 10.0  # before a standby asks again for a state that did not fit
+DISK_RETRY_SECONDS = 1.0  # before a standby whose disk refused a record subscribes again
 
 
 class _Subscriber:
@@ -416,6 +417,7 @@ class Follower:
                 self._stop.wait(0.05)
                 continue
             address, self.joined_under = notifier
+            pause = 0.05
             try:
                 self._follow(address)  # returned: stopped, or that member is not the notifier (yet)
             except PeerError as exc:
@@ -435,7 +437,10 @@ class Follower:
                 self._stop.wait(STATE_RETRY_SECONDS)
             except Exception as exc:  # a record it could not apply: it has a gap
                 self.ended_live = False
-                if isinstance(exc, InputLogError):
+                if isinstance(exc, DiskFault):  # its input log says so, once an interval
+                    log.debug("plan %s: following the notifier at %s: %s", self.journal.plan, address, exc)
+                    pause = DISK_RETRY_SECONDS
+                elif isinstance(exc, InputLogError):
                     log.warning("plan %s: following the notifier at %s: %s", self.journal.plan, address, exc)
                 else:
                     log.exception("plan %s: following the notifier at %s failed", self.journal.plan, address)
@@ -444,7 +449,7 @@ class Follower:
                 connection, self._connection = self._connection, None
                 if connection is not None:
                     connection.close()
-            self._stop.wait(0.05)
+            self._stop.wait(pause)
 
     def _follow(self, address: str) -> None:
         journal = self.journal

@@ -7,7 +7,10 @@ that is what a receiver acknowledges. Routes are an immutable mapping swapped wh
 redeploy, so the hot path takes no lock of its own. A plan with a journal (persistence mode
 with the input log on) gets the events through it: logged, then processed, and durable as
 its fsync policy says before the call returns; when the log refuses them (full, or a disk
-error), `InputLogError` propagates and the receiver does not acknowledge the bundle. A standby
+error), `InputLogError` propagates and the receiver does not acknowledge the bundle (a full
+log, `InputLogFull`, and a disk that does not take the record, `DiskFault`, are `Busy`: the
+client sends the bundle again; the input log logs a disk fault once per interval, and the
+refusals here are logged at most once per `REFUSALS_LOGGED_SECONDS`). A standby
 of a redundant plan relays the events to the plan's notifier and returns once it took them;
 with no notifier to take them, `NotLeading` refuses the bundle the same way.
 
@@ -41,16 +44,18 @@ from typing import Any, Protocol
 
 from adapters.senders import Runs, SenderMarks, runs_of, select
 from adapters.thrift import Column, WireEvent, WireEvents
+from adapters.throttle import Throttle
 from adapters.wording import counted
 from app.node.errors import OutputsFull
 from app.node.latency import Latency, LatencyHistogram
 from app.node.tracer import Tracer
-from app.persistence.errors import InputLogError
+from app.persistence.errors import DiskFault, InputLogError
 from app.persistence.journal import BundleFailed, NotLeading, PlanJournal, wall_ms
 
 log = logging.getLogger(__name__)
 
 GATE_POLL_SECONDS = 0.05  # how often a bundle waiting for room looks at a plan's held outputs
+REFUSALS_LOGGED_SECONDS = 10.0  # a client resends a refused bundle at once: one line per interval
 
 Row = tuple[Any, ...]
 
@@ -127,6 +132,7 @@ class Ingress:
         self._latency: dict[str, LatencyHistogram] = {}  # per plan, under the statistics lock
         self._marks: dict[str, tuple[threading.Lock, SenderMarks]] = {}  # plans without a journal
         self._marks_lock = threading.Lock()
+        self._refusals = Throttle(REFUSALS_LOGGED_SECONDS)
         self.tracer = Tracer()
 
     def set_routes(self, routes: Mapping[str, tuple[Binding, ...]]) -> None:
@@ -339,9 +345,7 @@ class Ingress:
                         try:
                             binding.journal.check_room(len(rows))
                         except InputLogError as exc:
-                            log.error(
-                                "plan %s refused %s: %s", binding.plan, counted(len(rows), "event"), exc
-                            )
+                            self._refused(binding.plan, len(rows), exc)
                             raise
             for binding in bindings:
                 started = perf_counter()
@@ -349,7 +353,7 @@ class Ingress:
                     failed += self._send_one(binding, rows, timestamps, columns, logged, senders)
                 except (InputLogError, NotLeading) as exc:  # not logged, so not processed: refuse the bundle
                     refused = exc
-                    log.error("plan %s refused %s: %s", binding.plan, counted(len(rows), "event"), exc)
+                    self._refused(binding.plan, len(rows), exc)
                 if received is not None:
                     timed.append((binding.plan, perf_counter() - started))
             for journal, position, _ in logged:
@@ -361,6 +365,20 @@ class Ingress:
             raise refused
         for journal, position, stream in logged:  # its client is told it was taken
             journal.answered(position, stream, rows, timestamps, senders)
+
+    def _refused(self, plan: str, events: int, exc: Exception) -> None:
+        """Log a refused bundle: at most once per interval, saying how many were not shown (its
+        client sends it again at once, maybe many times a second); a disk fault's own line is
+        the input log's."""
+        if isinstance(exc, DiskFault):
+            log.debug("plan %s refused %s: %s", plan, counted(events, "event"), exc)
+            return
+        allowed, held = self._refusals.allow()
+        if allowed:
+            log.error(
+                "plan %s refused %s: %s%s",
+                plan, counted(events, "event"), exc, f" ({held} similar refusals not shown)" if held else "",
+            )  # fmt: skip
 
     def _send_one(
         self,

@@ -29,6 +29,7 @@ from adapters.throttle import Throttle
 from app.auth import Credentials, login_throttle
 from app.cluster import Cluster, ClusterSettings
 from app.cluster.errors import StateDoesNotFit
+from app.cluster.tls import cluster_keys
 from app.config import Config
 from app.console.ops import Numbers, Readiness, ops_blueprint
 from app.console.principal import refusal
@@ -155,7 +156,7 @@ class Node:
             host=c.host,
             port=config.cluster_port,
             wka=tuple(c.wka),
-            secret=c.secret.encode(),
+            keys=cluster_keys(c.secret.encode(), c.cert_file, c.key_file, c.ca_file),
             timeouts=Timeouts(c.heartbeat_ms, c.suspect_ms, c.dead_ms),
             timing=Timing(ha.lease_ms, ha.renew_ms, ha.margin_ms),
             failback_s=ha.failback_ms / 1000,
@@ -433,6 +434,8 @@ class Node:
             "plans": plans,
             "adapters": adapters,
             "input_log_bytes": {} if self.journals is None else self.journals.sizes(),
+            # per plan whose input log the disk does not take now (full, failing, a flush stalled)
+            "input_log_faults": {} if self.journals is None else self.journals.faults(),
             "cluster": None if self.cluster is None else self.cluster.status(),
             "spark": self.plans.spark_status(),  # per plan driven here on Spark: its queries
         }

@@ -2,7 +2,8 @@
 
 The local input log (`input_log`: per-plan, append-only, positioned records of the events a
 receiver acknowledged and the clock ticks), one plan's files (`plan_log`), the record codec
-(`records`), the segment framing (`segments`), plan names as directory names (`plan_dirs`);
+(`records`), the segment framing (`segments`), plan names as directory names (`plan_dirs`),
+which plans' logs the disk refuses now (`disk_faults`);
 on top of them, a plan's journal (`journal`: its input logged before it is processed, its
 logged clock, and for a redundant plan the sequencing and following that `app.cluster`
 drives) and the snapshot keeper (`snapshot_keeper`: snapshots taken to and restored from the

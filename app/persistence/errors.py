@@ -6,6 +6,8 @@ CEPError (engine.errors)
    ├─ InputLogCorrupt (path, offset): a record that is not a torn tail failed its check
    ├─ InputLogFull (plan, limit): appending would take a plan's log over its byte limit (also
    │  `Busy`: the bundle is refused as retryable)
+   ├─ DiskFault (plan, path, errno, restart): the disk did not take a write or a flush (full, a
+   │  quota, an I/O error, a flush that stalls); also `Busy`
    ├─ RecordError (records): a payload that passed its CRC but does not decode
    └─ SegmentDamaged (segments; offset, why): a record `segments.read` could not take
 ```
@@ -47,3 +49,26 @@ class InputLogFull(InputLogError, Busy):
             f"input log of plan '{plan}' is full: {size} bytes kept, limit {limit} bytes; "
             "it shrinks when a snapshot lets older records be truncated"
         )
+
+
+class DiskFault(InputLogError, Busy):
+    """The disk did not take a plan's record: the file system is full (ENOSPC), a quota is
+    reached (EDQUOT), a write failed (EIO), or a flush has not finished for too long. Nothing
+    of the record stays in the log and the caller refuses the bundle as retryable (`Busy`): the
+    plan's log takes appends again once the disk does. `restart`: a flush failed, so what the
+    log holds on disk is uncertain; it refuses appends until the node is restarted."""
+
+    def __init__(
+        self, plan: str, path: str, why: str, *, errno: int | None = None, restart: bool = False
+    ) -> None:
+        self.plan = plan
+        self.path = path
+        self.why = why
+        self.errno = errno
+        self.restart = restart
+        then = (
+            "restart the node once the disk is mended"
+            if restart
+            else "bundles for the plan are refused (their clients send them again) until the disk takes writes again"
+        )
+        super().__init__(f"input log of plan '{plan}': {why} ({path}); {then}")

@@ -24,25 +24,38 @@ the plan's log report corruption with the file and offset instead. A failed flus
 error) makes the plan's log refuse appends until it is reopened; under "always" the records
 whose appends raised are cut off first, so a replay never holds a bundle that was refused.
 
+A disk that refuses a write (full, a quota, an I/O error) refuses the append (`DiskFault`, a
+`Busy`: the bundle is refused as retryable) and leaves nothing of it in the log; the next
+append tries again, so the log goes on once the disk has room (`plan_log`). A flush that has
+not finished for `stall_seconds` (a disk that hangs) refuses appends too, until it ends: under
+"always" no append returns meanwhile anyway, and under "interval" no more records pile up
+unflushed. `faults()` says which plans' logs refuse appends now, and why (`disk_faults`).
+
 Imports `engine.errors` (through `errors`) and `app.private_files` only; knows nothing of the node.
 """
 
 from __future__ import annotations
 
 import enum
+import errno
 import logging
 import os
+import shutil
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from app.persistence import plan_dirs, segments
-from app.persistence.errors import InputLogCorrupt, InputLogError, InputLogFull
+from app.persistence.disk_faults import DiskFaults
+from app.persistence.errors import DiskFault, InputLogCorrupt, InputLogError, InputLogFull
 from app.persistence.plan_log import PlanLog, fsync_dir, replace_durably
 from app.persistence.records import Events, Record, RecordError, Tick, decode, encode
 from app.private_files import PRIVATE_DIR, PRIVATE_FILE
 
 __all__ = [
+    "DiskFault",
     "Events",
     "FsyncPolicy",
     "InputLog",
@@ -56,6 +69,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 SEGMENT_BYTES = 64 << 20
+STALL_SECONDS = 2.0  # a flush running longer counts as stalled: appends are refused until it ends
 OPEN_FILE = "open"  # the boot the log was opened in, while it may hold unflushed records
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 
@@ -96,6 +110,7 @@ class InputLog:
         interval_ms: int = 100,
         segment_bytes: int = SEGMENT_BYTES,
         max_bytes: int | None = None,
+        stall_seconds: float = STALL_SECONDS,
     ) -> None:
         try:
             self.policy = FsyncPolicy(policy)
@@ -112,6 +127,8 @@ class InputLog:
             segment_bytes if max_bytes is None else min(segment_bytes, max(1, max_bytes // 8))
         )
         self.max_bytes = max_bytes
+        self.stall_seconds = stall_seconds
+        self._faults = DiskFaults()
         self._plans: dict[str, PlanLog] = {}
         self._lock = threading.RLock()  # reset() holds it while it opens the plan's new log
         self._closed = False
@@ -135,17 +152,30 @@ class InputLog:
             raise InputLogError(msg)
         plan_log = self._plan(plan, create=True)
         assert plan_log is not None
-        with plan_log.lock:
-            self._check_open(plan_log)
-            if self.max_bytes is not None and plan_log.size + len(data) > self.max_bytes:
-                raise InputLogFull(plan, plan_log.size, self.max_bytes)
-            used = plan_log.segments[-1][2]
-            if used and used + len(data) > self.segment_bytes:
-                plan_log.roll()
-            position = plan_log.write(data)
-        if wait and self.policy is FsyncPolicy.ALWAYS:
-            plan_log.sync(position, undo_on_failure=True)
+        try:
+            with plan_log.lock:
+                self._check_open(plan_log)
+                self._check_flush(plan_log)
+                if self.max_bytes is not None and plan_log.size + len(data) > self.max_bytes:
+                    raise InputLogFull(plan, plan_log.size, self.max_bytes)
+                used = plan_log.segments[-1][2]
+                if plan_log.fd < 0 or (used and used + len(data) > self.segment_bytes):
+                    plan_log.roll()  # (fd -1: the last roll could not make the new segment)
+                position = plan_log.write(data)
+            if wait and self.policy is FsyncPolicy.ALWAYS:
+                plan_log.sync(position, undo_on_failure=True)
+        except DiskFault as fault:
+            self._faults.met(fault)
+            raise
+        self._faults.took(plan)
         return position
+
+    def _check_flush(self, plan_log: PlanLog) -> None:
+        """`DiskFault` while a flush of `plan_log` has been running for over `stall_seconds`."""
+        started = plan_log.flush_started
+        if started is not None and (running := time.monotonic() - started) > self.stall_seconds:
+            why = f"a flush has not finished for {running:.1f} s"
+            raise DiskFault(plan_log.plan, str(plan_log.segments[-1][1]), why)
 
     @staticmethod
     def encode(plan: str, record: Record) -> bytes:
@@ -158,21 +188,52 @@ class InputLog:
             raise InputLogError(msg) from exc
 
     def check_room(self, plan: str, margin: int) -> None:
-        """Raise `InputLogFull` when `plan`'s log is within `margin` bytes of `max_bytes`: a
-        caller about to append to several logs asks each first, so that one full log refuses
-        the whole bundle before any other log (and plan) has taken it."""
-        if self.max_bytes is None:
-            return
+        """Raise `InputLogFull` when `plan`'s log is within `margin` bytes of `max_bytes`, and
+        `DiskFault` when its file system has less than `margin` bytes free (or its log refuses
+        appends for a flush): a caller about to append to several logs asks each first, so that
+        one full log refuses the whole bundle before any other log (and plan) has taken it."""
         plan_log = self._plans.get(plan)
-        if plan_log is not None and plan_log.size + margin > self.max_bytes:
+        if plan_log is None:
+            return
+        if self.max_bytes is not None and plan_log.size + margin > self.max_bytes:
             raise InputLogFull(plan, plan_log.size, self.max_bytes)
+        try:
+            plan_log.check()
+            self._check_flush(plan_log)
+            try:
+                fs = os.statvfs(plan_log.directory)
+            except OSError:
+                return  # it cannot tell: the append will
+            free = fs.f_bavail * fs.f_frsize
+            if free < margin:
+                why = f"its file system has {free} bytes free, less than the {margin} a bundle may need"
+                raise DiskFault(plan, str(plan_log.directory), why, errno=errno.ENOSPC)
+        except DiskFault as fault:
+            self._faults.met(fault)
+            raise
 
     def durable(self, plan: str, position: int) -> None:
         """Under "always", return once every record of `plan` up to `position` is on disk."""
         if self.policy is FsyncPolicy.ALWAYS:
             plan_log = self._plan(plan, create=False)
             if plan_log is not None:
-                plan_log.sync(position, undo_on_failure=True)
+                try:
+                    plan_log.sync(position, undo_on_failure=True)
+                except DiskFault as fault:
+                    self._faults.met(fault)
+                    raise
+
+    def faults(self) -> dict[str, dict[str, Any]]:
+        """Per plan whose log the disk refuses now (`DiskFaults.report`) or whose flush has run
+        for over `stall_seconds` (`flushing_seconds`): what the node's health shows."""
+        report = self._faults.report()
+        now = time.monotonic()
+        for plan, plan_log in list(self._plans.items()):
+            started = plan_log.flush_started
+            if started is not None and now - started > self.stall_seconds:
+                item = report.setdefault(plan, {"path": str(plan_log.segments[-1][1])})
+                item["flushing_seconds"] = round(now - started, 1)
+        return report
 
     def log_id(self, plan: str) -> str:
         """The id of `plan`'s log (created with it): a position means something in one log only."""
@@ -191,16 +252,25 @@ class InputLog:
         plan_log = self._plan(plan, create=True)
         assert plan_log is not None
         with plan_log.lock:
-            plan_log.set_term(term)
+            try:
+                plan_log.set_term(term)
+            except OSError as exc:
+                why = f"cannot record term {term}: {exc.strerror or exc}"
+                raise DiskFault(plan, str(plan_log.directory), why, errno=exc.errno) from exc
 
     def delivered(self, plan: str) -> int:
         """The position up to which the outputs of `plan`'s log are known written (`PlanLog.delivered`)."""
         return self._log_of(plan).delivered
 
     def set_delivered(self, plan: str, position: int) -> None:
+        """Keep `position` as `plan`'s delivered mark; `DiskFault` when the disk does not take it."""
         plan_log = self._log_of(plan)
         with plan_log.lock:
-            plan_log.set_delivered(position)
+            try:
+                plan_log.set_delivered(position)
+            except OSError as exc:
+                why = f"cannot keep the delivered mark: {exc.strerror or exc}"
+                raise DiskFault(plan, str(plan_log.directory), why, errno=exc.errno) from exc
 
     def _log_of(self, plan: str) -> PlanLog:
         plan_log = self._plan(plan, create=True)
@@ -290,7 +360,11 @@ class InputLog:
             with plan_log.sync_lock, plan_log.lock:
                 plan_log.remove()
             del self._plans[plan]
-            PlanLog.prepare(plan_log.directory, log_id, after + 1)
+            try:
+                PlanLog.prepare(plan_log.directory, log_id, after + 1)
+            except OSError as exc:  # the log is empty: the next subscription adopts again
+                why = f"cannot start the log after position {after}: {exc.strerror or exc}"
+                raise DiskFault(plan, str(plan_log.directory), why, errno=exc.errno) from exc
             self._plan(plan, create=True)
 
     def truncate(self, plan: str, upto: int, log_id: str | None = None) -> int:
@@ -305,7 +379,10 @@ class InputLog:
                 return 0
             kept = plan_log.segments
             if upto >= plan_log.next - 1 and kept[-1][2]:
-                plan_log.roll()
+                try:
+                    plan_log.roll()
+                except DiskFault as fault:  # the older segments still go: room, on a full disk
+                    log.warning("%s", fault)
             gone = 0
             while len(kept) > 1 and kept[1][0] - 1 <= upto:
                 _, path, size = kept.pop(0)
@@ -340,10 +417,11 @@ class InputLog:
         if self._flusher is not None:
             self._flusher.join()
         with self._lock:
+            flushed = True
             for plan_log in self._plans.values():
                 with plan_log.lock:
-                    plan_log.close(flush=self.policy is not FsyncPolicy.OFF)
-            if self.policy is not FsyncPolicy.OFF:  # flushed: nothing to lose in a power cut now
+                    flushed = plan_log.close(flush=self.policy is not FsyncPolicy.OFF) and flushed
+            if self.policy is not FsyncPolicy.OFF and flushed:  # nothing to lose in a power cut now
                 (self.directory / OPEN_FILE).unlink(missing_ok=True)
 
     def __enter__(self) -> InputLog:
@@ -374,29 +452,43 @@ class InputLog:
             if found is not None:
                 return found
             directory = self.directory / dirname
-            if not directory.is_dir():
-                if not create:
-                    return None
-                directory.mkdir(mode=PRIVATE_DIR)
-                if plan_dirs.is_hashed(dirname):
-                    name_file = directory / plan_dirs.NAME_FILE
-                    fd = os.open(name_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
-                    with os.fdopen(fd, "wb") as f:
-                        f.write(plan.encode("utf-8", "surrogatepass"))
-                        os.fsync(f.fileno())
-                fsync_dir(self.directory)
-            found = PlanLog(plan, directory)
-            found.open(tail_may_be_lost=self._tail_may_be_lost)
+            if not directory.is_dir() and not create:
+                return None
+            try:
+                if not directory.is_dir():
+                    self._make(plan, directory)
+                found = PlanLog(plan, directory)
+                found.open(tail_may_be_lost=self._tail_may_be_lost)
+            except OSError as exc:
+                why = f"cannot open the log: {exc.strerror or exc}"
+                raise DiskFault(plan, str(directory), why, errno=exc.errno) from exc
             self._plans[plan] = found
             return found
+
+    def _make(self, plan: str, directory: Path) -> None:
+        """The directory of `plan`'s log (and the plan's name in it, when the directory's is a hash)."""
+        directory.mkdir(mode=PRIVATE_DIR)
+        try:
+            if plan_dirs.is_hashed(directory.name):
+                name_file = directory / plan_dirs.NAME_FILE
+                fd = os.open(name_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
+                with os.fdopen(fd, "wb") as f:
+                    f.write(plan.encode("utf-8", "surrogatepass"))
+                    os.fsync(f.fileno())
+            fsync_dir(self.directory)
+        except OSError:  # made again whole next time
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
 
     def _flush_loop(self) -> None:
         while not self._stop.wait(self._interval):
             for plan_log in list(self._plans.values()):
                 written = plan_log.next - 1
-                if plan_log.synced >= written or plan_log.broken:
+                if plan_log.synced >= written or plan_log.broken or plan_log.failed_flush:
                     continue
                 try:
                     plan_log.sync(written, undo_on_failure=False)
+                except DiskFault as fault:
+                    self._faults.met(fault, refused=False)
                 except InputLogError as exc:
                     log.error("%s; appends to it are refused", exc)

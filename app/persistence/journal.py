@@ -42,6 +42,7 @@ from typing import Any, Protocol
 from adapters.output.base import Origin
 from adapters.senders import IdentityError, Runs, SenderMarks, select
 from adapters.throttle import Throttle
+from app.persistence.errors import DiskFault, InputLogError
 from app.persistence.input_log import Events, InputLog, Tick
 from app.persistence.records import Column, decode, encode, stamped
 from engine import Runtime
@@ -57,6 +58,7 @@ ROOM_PER_EVENT = 4096  # bytes a bundle's record is assumed to need per event, a
 ROOM_PER_BUNDLE = 64 * 1024
 MAX_UNSETTLED = 100_000  # positions whose settling is remembered (each is settled once, soon)
 COPY_WAIT_SECONDS = 5.0  # how long a full-active-active standby waits for the notifier to sequence a copy
+DISK_RETRY_MS = 100  # how soon due timers are fired again when the disk did not take their `Tick`
 
 
 def wall_ms() -> int:
@@ -330,7 +332,8 @@ class PlanJournal:
         return relay
 
     def tick(self) -> int | None:
-        """Fire the timers due by now, as a logged `Tick`; the next due time (ms) or None."""
+        """Fire the timers due by now, as a logged `Tick`; the next due time (ms) or None. A
+        `Tick` the disk does not take (`DiskFault`) is tried again `DISK_RETRY_MS` later."""
         with self.lock:
             runtime = self._runtime()
             due = runtime.next_timer()
@@ -340,7 +343,10 @@ class PlanJournal:
             if due > now:
                 return due
             payload = encode(Tick(now))
-            position = self._log.append(self.plan, payload)
+            try:
+                position = self._log.append(self.plan, payload)
+            except DiskFault:  # the input log says so, once an interval: the timers fire once it takes them
+                return now + DISK_RETRY_MS
             self.clock.now = now
             self.position = position
             replicas = self.replicas
@@ -517,7 +523,7 @@ class PlanJournal:
                 return
             try:
                 self._log.set_delivered(self.plan, position)
-            except OSError as exc:  # a restart then holds more: the sink skips what it has
+            except (OSError, InputLogError) as exc:  # a restart then holds more: the sink skips what it has
                 log.debug("plan %s: could not keep the delivered position: %s", self.plan, exc)
                 return
             self._delivered_mark.kept(log_id, position, now)
@@ -765,6 +771,10 @@ class Journals:
 
     def sizes(self) -> dict[str, int]:
         return {} if self._input_log is None else self._input_log.sizes()
+
+    def faults(self) -> dict[str, dict[str, Any]]:
+        """Per plan whose log the disk does not take now (`InputLog.faults`)."""
+        return {} if self._input_log is None else self._input_log.faults()
 
     def close(self) -> None:
         if self._input_log is not None:

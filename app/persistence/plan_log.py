@@ -1,10 +1,17 @@
 """One plan's input log: its segments, its next position, recovery at open, writes and flushes.
 
 `InputLog` holds one `PlanLog` per plan and decides when to flush; this module does the file
-work. `lock` guards every field but `synced`; a flush (`sync`) runs outside `lock`, under
-`sync_lock`, so appends go on while the disk flushes and one flush serves every append that
-waits for it (group commit). Imports `engine.errors` (through `errors`) and
-`app.private_files` only.
+work. `lock` guards every field but `synced` and `flush_started`; a flush (`sync`) runs outside
+`lock`, under `sync_lock`, so appends go on while the disk flushes and one flush serves every
+append that waits for it (group commit).
+
+What the disk refuses (`DiskFault`): a write that fails (ENOSPC, EDQUOT, EIO) is cut off
+again before the append raises, so nothing of it stays in the log and its position is given
+to the next record (if the cut fails too, the next append makes it first); a new segment that
+cannot be made is made by the next append. Either way the log takes appends again as soon as
+the disk does. A flush that fails makes the log refuse appends until it is reopened (the node
+restarted): the records it covered may not be on disk, and they were processed already.
+Imports `engine.errors` (through `errors`) and `app.private_files` only.
 """
 
 from __future__ import annotations
@@ -12,11 +19,12 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 import uuid
 from pathlib import Path
 
 from app.persistence import segments
-from app.persistence.errors import InputLogCorrupt, InputLogError
+from app.persistence.errors import DiskFault, InputLogCorrupt, InputLogError
 from app.private_files import PRIVATE_FILE
 
 log = logging.getLogger(__name__)
@@ -36,14 +44,19 @@ def fsync_dir(path: Path) -> None:
 
 
 def replace_durably(directory: Path, name: str, text: str) -> None:
-    """Replace file `name` in `directory` with `text`, whole, on disk before it returns."""
+    """Replace file `name` in `directory` with `text`, whole, on disk before it returns (an
+    `OSError` leaves the file as it was)."""
     temporary = directory / f"{name}.new"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, PRIVATE_FILE)
-    with os.fdopen(fd, "w", encoding="ascii") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(temporary, directory / name)
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, PRIVATE_FILE)
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, directory / name)
+    except OSError:
+        temporary.unlink(missing_ok=True)  # (a full disk: what it holds is room)
+        raise
     fsync_dir(directory)
 
 
@@ -61,7 +74,10 @@ class PlanLog:
         self.size = 0
         self.synced = 0  # the highest position known to be on disk
         self.synced_bytes = 0  # how much of the newest segment is known to be on disk
-        self.broken: str | None = None
+        self.broken: str | None = None  # why the log refuses everything for good (it was reset)
+        self.failed_flush: str | None = None  # why a flush failed: appends refused until reopened
+        self.cut_to: int | None = None  # the size a failed append's segment is still to be cut back to
+        self.flush_started: float | None = None  # monotonic: when the flush running now began
         self.log_id = ""
 
     def open(self, *, tail_may_be_lost: bool = False) -> None:
@@ -158,16 +174,20 @@ class PlanLog:
         Replaced whole but not synced: one lost in a power cut only makes a restart hold again
         outputs that are written (the sink skips them)."""
         temporary = self.directory / f"{DELIVERED_FILE}.new"
-        temporary.write_text(f"{self.log_id} {position}", "ascii")
-        os.replace(temporary, self.directory / DELIVERED_FILE)
+        try:
+            temporary.write_text(f"{self.log_id} {position}", "ascii")
+            os.replace(temporary, self.directory / DELIVERED_FILE)
+        except OSError:
+            temporary.unlink(missing_ok=True)
+            raise
 
     @staticmethod
     def prepare(directory: Path, log_id: str, first: int) -> None:
-        """Lay out an empty log `log_id` whose first record will be at `first` (before `open`)."""
-        _write_identity(directory, log_id)
+        """Lay out an empty log `log_id` whose first record will be at `first` (before `open`).
+        The segment first: one that fails halfway leaves no log of that id starting at 1."""
         path = directory / segments.segment_name(first)
         os.close(os.open(path, _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
-        fsync_dir(directory)
+        _write_identity(directory, log_id)
 
     def remove(self) -> None:
         """Delete every segment and the id (closed first): `open` then starts a new log at 1."""
@@ -190,8 +210,18 @@ class PlanLog:
 
     def _create(self, first: int) -> None:
         path = self.directory / segments.segment_name(first)
-        self.fd = os.open(path, _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
-        fsync_dir(self.directory)
+        try:
+            fd = os.open(path, _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
+        except FileExistsError:
+            if path.stat().st_size:
+                raise
+            fd = os.open(path, _OPEN_FLAGS)  # made by a roll that failed after it: still empty
+        try:
+            fsync_dir(self.directory)
+        except OSError:
+            os.close(fd)
+            raise
+        self.fd = fd
         self.segments.append((first, path, 0))
         self.synced_bytes = 0
 
@@ -199,43 +229,83 @@ class PlanLog:
         if self.broken:
             msg = f"input log of plan '{self.plan}': {self.broken}"
             raise InputLogError(msg)
+        if self.failed_flush:
+            raise DiskFault(
+                self.plan, str(self.segments[-1][1]), f"a flush failed ({self.failed_flush})", restart=True
+            )
+
+    def flush(self, fd: int) -> None:
+        """fdatasync `fd`, with `flush_started` set meanwhile (a flush that stalls shows)."""
+        started = time.monotonic()
+        if self.flush_started is None:
+            self.flush_started = started
+        try:
+            os.fdatasync(fd)
+        finally:
+            if self.flush_started == started:
+                self.flush_started = None
 
     def roll(self) -> None:
-        """Seal the newest segment (flushed) and start one at the next position. Under `lock`."""
-        try:
-            os.fdatasync(self.fd)
+        """Seal the newest segment (flushed) and start one at the next position. Under `lock`.
+        `DiskFault` when the disk refuses: a segment that could not be made is made by the next
+        append (`fd` is -1 meanwhile); a failed flush refuses appends until the log is reopened."""
+        if self.fd >= 0:
+            if self.cut_to is not None:  # a failed append's bytes go before the segment is sealed
+                self._cut_back(self.segments[-1][1])
+            try:
+                self.flush(self.fd)
+            except OSError as exc:
+                self.failed_flush = exc.strerror or str(exc)
+                self.check()
             self.synced = self.next - 1
             os.close(self.fd)
             self.fd = -1
+        try:
             self._create(self.next)
         except OSError as exc:
-            self.broken = f"cannot start a new segment ({exc.strerror or exc}); reopen the log"
-            self.check()
+            path = self.directory / segments.segment_name(self.next)
+            why = f"cannot start a new segment: {exc.strerror or exc}"
+            raise DiskFault(self.plan, str(path), why, errno=exc.errno) from exc
 
     def write(self, data: bytes) -> int:
-        """Append one framed record; its position. Under `lock`."""
+        """Append one framed record; its position. Under `lock`. `DiskFault` when the disk does
+        not take it: what was written of it is cut off (now, or before the next append)."""
         first, path, used = self.segments[-1]
+        if self.cut_to is not None:
+            self._cut_back(path)
         try:
             view = memoryview(data)
             while view:
                 view = view[os.write(self.fd, view) :]
         except OSError as exc:
+            self.cut_to = used
             try:
-                os.ftruncate(self.fd, used)
-            except OSError:
-                self.broken = f"a failed append could not be undone ({exc.strerror or exc}); reopen the log"
-            msg = f"input log of plan '{self.plan}': cannot append to {path}: {exc.strerror or exc}"
-            raise InputLogError(msg) from exc
+                self._cut_back(path)
+            except DiskFault as fault:
+                log.warning("%s", fault)
+            why = f"cannot append: {exc.strerror or exc}"
+            raise DiskFault(self.plan, str(path), why, errno=exc.errno) from exc
         self.segments[-1] = (first, path, used + len(data))
         self.size += len(data)
         position = self.next
         self.next += 1
         return position
 
+    def _cut_back(self, path: Path) -> None:
+        """Cut the newest segment back to `cut_to`: a failed append's bytes go (no reader reads
+        them meanwhile: it reads up to the size the log keeps)."""
+        assert self.cut_to is not None
+        try:
+            os.ftruncate(self.fd, self.cut_to)
+        except OSError as exc:
+            why = f"a failed append could not be cut off yet: {exc.strerror or exc}"
+            raise DiskFault(self.plan, str(path), why, errno=exc.errno) from exc
+        self.cut_to = None
+
     def sync(self, position: int, *, undo_on_failure: bool) -> None:
         """Return once every record up to `position` is on disk. If the flush fails, with
         `undo_on_failure` the newest segment is cut back to what is known to be on disk (those
-        appends all fail), and the log refuses appends until it is reopened."""
+        appends all fail), and the log refuses appends until it is reopened (`DiskFault`)."""
         with self.sync_lock:
             if self.synced >= position:
                 return
@@ -247,12 +317,12 @@ class PlanLog:
                 target, segment, end = self.next - 1, self.segments[-1][1], self.segments[-1][2]
                 fd = os.dup(self.fd)
             try:
-                os.fdatasync(fd)
+                self.flush(fd)
             except OSError as exc:
                 with self.lock:
                     self._failed_flush(exc, segment, undo_on_failure)
-                msg = f"input log of plan '{self.plan}': cannot flush {segment}: {exc.strerror or exc}"
-                raise InputLogError(msg) from exc
+                why = f"cannot flush: {exc.strerror or exc}"
+                raise DiskFault(self.plan, str(segment), why, errno=exc.errno, restart=True) from exc
             finally:
                 os.close(fd)
             with self.lock:
@@ -261,7 +331,7 @@ class PlanLog:
                     self.synced_bytes = max(self.synced_bytes, end)
 
     def _failed_flush(self, exc: OSError, segment: Path, undo: bool) -> None:
-        self.broken = f"a flush failed ({exc.strerror or exc}); reopen the log"
+        self.failed_flush = exc.strerror or str(exc)
         first, path, used = self.segments[-1]
         if not undo or path != segment or used == self.synced_bytes:
             return
@@ -273,14 +343,26 @@ class PlanLog:
         self.segments[-1] = (first, path, self.synced_bytes)
         self.next = self.synced + 1
 
-    def close(self, *, flush: bool) -> None:
-        """Flush (if asked) and close the newest segment. Under `lock`."""
+    def close(self, *, flush: bool) -> bool:
+        """Flush (if asked) and close the newest segment; whether what it holds is flushed.
+        Under `lock`."""
         if self.fd < 0:
-            return
+            return True
+        if self.cut_to is not None:  # else `open` cuts the failed append's bytes, as a torn tail
+            try:
+                self._cut_back(self.segments[-1][1])
+            except DiskFault as fault:
+                log.warning("%s", fault)
+        flushed = True
         if flush and self.synced < self.next - 1:
-            os.fdatasync(self.fd)
+            try:
+                os.fdatasync(self.fd)
+            except OSError as exc:  # the log is closed all the same; a power cut may cost records
+                log.error("input log of plan '%s': the last flush failed: %s", self.plan, exc.strerror or exc)
+                flushed = False
         os.close(self.fd)
         self.fd = -1
+        return flushed and not self.failed_flush
 
 
 def _write_identity(directory: Path, log_id: str) -> None:

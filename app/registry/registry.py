@@ -30,6 +30,7 @@ from app.registry.users import verify_password
 log = logging.getLogger(__name__)
 
 SQLITE_BUSY_SECONDS = 60  # how long an SQLite connection waits for another one's lock
+POOL_SIZE = 12  # connections a node keeps open to a server registry
 
 
 def create_engine(url: str) -> sa.Engine:
@@ -39,7 +40,11 @@ def create_engine(url: str) -> sa.Engine:
     """
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return sa.create_engine(parsed, pool_pre_ping=True)
+        # a cluster member's threads (its role loop, a follower per plan joining, the confirmations
+        # of acknowledgements) ask at once: connections beyond the pool are opened and closed per
+        # request, each a TCP (and TLS) handshake, which at hundreds of plans costs more than the
+        # requests themselves
+        return sa.create_engine(parsed, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=2 * POOL_SIZE)
     database = parsed.database or ""
     in_memory = database in ("", ":memory:")
     if in_memory:

@@ -4,6 +4,7 @@ which must do to each direction what the test asks and nothing else."""
 from __future__ import annotations
 
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -71,19 +72,19 @@ def test_a_host_reaches_another_through_the_wire_and_a_delay_holds_each_way(netw
         slowed = round_trips(network["a"].address, 10)
         network.heal()
         healed = round_trips(network["a"].address, 10)
-    assert max(plain) < 0.02, plain
-    assert all(0.05 <= t < 0.08 for t in slowed), slowed
-    assert max(healed) < 0.02, healed
+    assert statistics.median(plain) < 0.01, plain
+    assert all(0.05 <= t < 0.09 for t in slowed), slowed  # 30 ms there, 20 ms back, every time
+    assert statistics.median(healed) < 0.01, healed
 
 
 def test_loss_is_drawn_per_frame_and_tcp_carries_on(network: Network) -> None:
     with echo_on(network, "a"):
         before = network.counts()["dropped"]
-        network.between(["a", "here"], Shape(loss=0.2))
-        times = round_trips(network["a"].address, 20, timeout=30)
+        network.between(["a", "here"], Shape(loss=0.1))
+        times = round_trips(network["a"].address, 20, timeout=120)
         dropped = network.counts()["dropped"] - before
     assert len(times) == 20
-    assert dropped > 3, dropped
+    assert dropped > 2, dropped
 
 
 def test_a_one_way_cut_stops_one_direction_only(network: Network) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -31,8 +31,11 @@ class Pair:
         registries: Sequence[str] = (),
         members: int = 2,
         hosts: Sequence[Host] = (),
+        tls: Sequence[Mapping[str, str]] = (),
     ) -> None:
-        """`hosts`: one of its own for each member (`tests.support.hosts`; default: all on 127.0.0.1)."""
+        """`hosts`: one of its own for each member (`tests.support.hosts`; default: all on 127.0.0.1);
+        `tls`: each member's `[cluster]` cert_file, key_file and ca_file (`tests.support.certs`)."""
+        self.tls = list(tls)
         self.nodes: list[NodeProcess] = []
         names = "abcdefgh"[:members]
         for i, (name, url) in enumerate(zip(names, registries or [registry] * members, strict=True)):
@@ -46,12 +49,13 @@ class Pair:
     def advertise(self, addresses: Sequence[str]) -> None:
         """Where the members reach each other's cluster port, one address each (a proxy in
         front of it, say): each advertises its own and lists them all as well-known addresses."""
-        for node, address in zip(self.nodes, addresses, strict=True):
+        for i, (node, address) in enumerate(zip(self.nodes, addresses, strict=True)):
             node.sections["cluster"] = {
                 "host": node.host,
                 "wka": list(addresses),
                 "advertise": address,
                 "secret": SECRET,
+                **(self.tls[i] if self.tls else {}),
             }
             node.config_path.write_text(toml_config(node.sections), encoding="utf-8")
 

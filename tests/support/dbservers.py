@@ -443,7 +443,7 @@ class OwnPostgres(OwnServer):
             "-c",
             "shared_buffers=16MB",
             "-c",
-            "max_connections=50",
+            "max_connections=1000",
         ]
 
     def _stop_signal(self) -> signal.Signals:

@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from tests.support import many_plans
 from tests.support.cluster import ClusterFeeder, Pair, status_of
 from tests.support.dbservers import OwnMariaDB
 from tests.support.faults import Watch
@@ -35,9 +36,11 @@ MEMBERS = "abcde"
 
 
 class HostedCluster:
-    def __init__(self, tmp: Path, members: int = 2, mode: str = "failover") -> None:
+    def __init__(self, tmp: Path, members: int = 2, mode: str = "failover", plans: int = 0) -> None:
+        """`plans`: instead of the rooms plan, that many small plans (`tests.support.many_plans`)."""
         self.tmp = tmp
         self.mode = mode
+        self.plans = plans
         self.seed = random.randrange(1 << 30)
         self.names = [f"member-{m}" for m in MEMBERS[:members]]
         self.net = Network([*self.names, "registry", "sink"], self.seed)
@@ -55,7 +58,10 @@ class HostedCluster:
                 tmp, self.registry_db.url, members=members, hosts=[self.net[n] for n in self.names]
             )
             (tmp / "doc").mkdir()
-            provision(self.nodes[0], tmp / "doc", self.sink_db.url, redundant=mode)
+            if plans:
+                many_plans.provision(self.nodes[0], tmp / "doc", plans, self.sink_db.url, mode)
+            else:
+                provision(self.nodes[0], tmp / "doc", self.sink_db.url, redundant=mode)
         except BaseException:
             self.close()
             raise
@@ -81,10 +87,11 @@ class HostedCluster:
         return self.names[self.nodes.index(node)]
 
     def start(self) -> NodeProcess:
-        """Start every member; the notifier, once every other member is in sync with it."""
+        """Start every member; the notifier (of the rooms plan; of many plans: of the first),
+        once every other member is in sync with it (of many plans: in sync with every plan's)."""
         for node in self.nodes:
             node.start()
-        notifier = self.settled(30)
+        notifier = self.every_plan_settled(120)[many_plans.name(0)] if self.plans else self.settled(30)
         self.watch = Watch(self.nodes, self.sink)
         self.watch.start()
         return notifier
@@ -117,6 +124,46 @@ class HostedCluster:
             stable, timeout, "a notifier with every member in sync", message=self.statuses
         )
         return found
+
+    def roles(self) -> dict[str, list[str | None]]:
+        """Of many plans: per plan, each member's role in it (None: no answer)."""
+        reports = []
+        for node in self.nodes:
+            try:
+                reports.append(node.health()["cluster"]["plans"])
+            except (OSError, KeyError, TypeError, ValueError):
+                reports.append({})
+        return {
+            many_plans.name(i): [r.get(many_plans.name(i), {}).get("role") for r in reports]
+            for i in range(self.plans)
+        }
+
+    def every_plan_settled(
+        self, timeout: float, among: list[NodeProcess] | None = None
+    ) -> dict[str, NodeProcess]:
+        """Of many plans: per plan its notifier, once every plan's notifier counts every other
+        member in sync and is the member placement prefers (one report of each member's per round);
+        `among`: the members still running (default: all)."""
+
+        members = self.nodes if among is None else among
+
+        def settled() -> dict[str, NodeProcess] | None:
+            reports = [node.health()["cluster"]["plans"] for node in members]
+            found: dict[str, NodeProcess] = {}
+            for i in range(self.plans):
+                plan = many_plans.name(i)
+                for node, report in zip(members, reports, strict=True):
+                    status = report.get(plan, {})
+                    in_sync = len(status.get("standbys_in_sync", [])) == len(members) - 1
+                    placed = status.get("preferred") == node.sections["node"]["id"]  # no hand-back to come
+                    if status.get("role") == "notifier" and in_sync and placed:
+                        found[plan] = node
+                if plan not in found:
+                    return None
+            return found
+
+        result: dict[str, NodeProcess] = wait_for(settled, timeout, "every plan settled", 0.5)
+        return result
 
     def notifier(self) -> NodeProcess | None:
         assert self.pair is not None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import socket
 import subprocess
 import time
 from collections.abc import Sequence
@@ -25,6 +26,7 @@ from tests.support.wire import Shape, Wire
 
 PREFIX = "cepheus-t"  # of every namespace a network makes: cepheus-t-<pid>-<tag>-<host>
 MAX_HOSTS = 16
+_UNUSED_PORT = 9  # discard: nothing listens on it in a test's host
 
 
 class NamespacesUnavailable(AssertionError):
@@ -106,9 +108,29 @@ class Network:
         try:
             for host in self.hosts.values():
                 self._plug(host)
+            self._reachable(time.monotonic() + 10)
         except BaseException:
             self.close()
             raise
+
+    def _reachable(self, deadline: float) -> None:
+        """Wait until this host reaches every other (a port nothing listens on answers with a
+        reset: the wire and the neighbours' addresses work), so a test's first connection does
+        not meet a link still coming up."""
+        for host in self.hosts.values():
+            if host.namespace is None:
+                continue
+            while True:
+                try:
+                    socket.create_connection((host.address, _UNUSED_PORT), timeout=1.0).close()
+                    break
+                except ConnectionRefusedError:
+                    break
+                except OSError as exc:
+                    if time.monotonic() > deadline:
+                        msg = f"host {host.name} ({host.address}) unreachable through the wire: {exc}"
+                        raise RuntimeError(msg) from None
+                    time.sleep(0.05)
 
     def _plug(self, host: Host) -> None:
         if host.namespace is None:

@@ -18,7 +18,9 @@ around each fault.
 - the notifier's host vanishing: its link gone (no FIN, no RST reaches anyone) and its process
   killed; the takeover is bounded by the lease, not by TCP's timeouts;
 - a standby paused (SIGSTOP) past the lease, then resumed;
-- the registry killed (SIGKILL) and started again on its data directory.
+- the registry killed (SIGKILL) and started again on its data directory;
+- a write of the notifier held in flight (its link to the sink cut) while it is paused past its
+  lease: refused once it wakes, never accepted.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from pathlib import Path
 import pytest
 
 from app.config import HA
-from tests.support.faults import spread
+from tests.support.cluster import plan_status
+from tests.support.faults import fenced_in_log, log_size, spread
 from tests.support.hosted import HostedCluster
 from tests.support.nodes import NodeProcess, wait_for
 from tests.support.wire import Shape
@@ -198,3 +201,68 @@ def test_the_registry_killed_and_restarted_loses_and_repeats_nothing(
         c.registry_db.start()
 
     inject(cluster, kill_registry, capsys, "registry kill -9 and restart")
+
+
+def test_a_write_held_in_flight_across_a_pause_is_refused_and_never_lands(
+    cluster: HostedCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The notifier's link to the sink is cut, so its write is in flight (sent, unanswered) when
+    it is paused past its lease; a standby takes over and writes (raising the sink's fence);
+    then the link heals and the old notifier wakes with that write still to finish. It must
+    be refused, by the sink's epoch fence or, once the database dropped the idle transaction,
+    by the lease check of its retry, and no write of the old notifier may be accepted until
+    it notifies again under a new lease."""
+    refused: list[int] = []
+    by_sink: list[int] = []
+
+    def held_write(c: HostedCluster, notifier: NodeProcess) -> float:
+        watch = c.watch
+        assert watch is not None and notifier.process is not None
+        old = c.nodes.index(notifier)
+        since = log_size(notifier)
+        c.net.cut([c.host_of(notifier)], ["sink"])
+        cut = time.monotonic()
+        wait_for(
+            lambda: watch.peak(watch.pending[old], cut) > 0 and watch.gap(watch.written[old], cut, time.monotonic()) > 0.3,
+            10, "the notifier's writes to stall behind the cut",
+        )  # fmt: skip
+        time.sleep(1.5)  # past the database's idle-transaction limit (1 s): a begun transaction is gone
+        written_before = latest(watch.written[old])
+        rows = latest(watch.rows)  # they stand still while its writes stall
+        notifier.process.send_signal(signal.SIGSTOP)
+        paused = time.monotonic()
+        try:
+            others = [n for n in c.nodes if n is not notifier]  # (the paused one would answer nothing)
+            wait_for(
+                lambda: any(plan_status(n).get("role") == "notifier" for n in others), 30, "a takeover", 0.01
+            )
+            took = time.monotonic() - paused
+            wait_for(lambda: latest(watch.rows) > rows, 10, "the new notifier's writes")
+            c.net.heal()
+        finally:
+            notifier.process.send_signal(signal.SIGCONT)
+        woke = time.monotonic()
+        wait_for(
+            lambda: fenced_in_log(notifier, since) > 0, 30, "the held write to be refused", message=c.statuses
+        )
+        refused.append(fenced_in_log(notifier, since))
+        by_sink.append(notifier.log()[since:].count("has written since: it is no longer the notifier"))
+        again = watch.first(old, "notifier", woke) or float("inf")
+        accepted = [v for at, v in watch.written[old] if woke <= at < again and v is not None]
+        assert all(v == written_before for v in accepted), (
+            f"the old notifier's writes were accepted after it woke: {written_before} -> {max(accepted)}"
+        )
+        return took
+
+    run = inject(cluster, held_write, capsys, "a write held in flight across a pause of the notifier")
+    with capsys.disabled():
+        print(
+            f"records refused per fault {refused}; of those faults, refused by the sink's epoch fence {by_sink}"
+        )
+    assert len(refused) == FAULTS and all(refused), refused
+    assert len(run.takeovers) == FAULTS
+
+
+def latest(series: list[tuple[float, int | None]]) -> int:
+    """The last value a `Watch` series was seen with."""
+    return next((v for _, v in reversed(series) if v is not None), 0)

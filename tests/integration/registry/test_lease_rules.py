@@ -40,7 +40,17 @@ def test_the_sql_store_answers_every_request_as_the_rules_do(registry: Registry,
     for step in range(120):
         plan, node = rng.choice(PLANS), rng.choice(NODES)
         kind = rng.choice(
-            ("acquire", "acquire", "renew", "renew_many", "take_over", "release", "release_all", "current")
+            (
+                "acquire",
+                "acquire",
+                "renew",
+                "renew_many",
+                "take_over",
+                "release",
+                "release_all",
+                "current",
+                "all",
+            )
         )
         if kind == "acquire":
             held = log(rng)
@@ -72,6 +82,9 @@ def test_the_sql_store_answers_every_request_as_the_rules_do(registry: Registry,
                 f"step {step}: release_all by {node}"
             )
             now += 1
+            continue
+        elif kind == "all":
+            assert [shown(x) for x in sql.all()] == [shown(x) for x in table.all(now)], f"step {step}: all"
             continue
         else:
             got, want = sql.current(plan), table.current(plan, now)

@@ -9,7 +9,7 @@ from app.console.actions import ApiError
 from app.console.entities import EntityError
 from app.console.errors import ConsoleError, OnDemandRefused
 from app.node.errors import NodeError, UnknownPlan
-from app.persistence.errors import InputLogError
+from app.persistence.errors import DiskFault, InputLogError
 from app.persistence.records import RecordError, decode
 from app.persistence.segments import SegmentDamaged
 from app.registry.errors import RegistryError
@@ -21,6 +21,7 @@ from engine.errors import CEPError
 TREES = [
     (ReplayError, CEPError),
     (RecordError, InputLogError),
+    (DiskFault, InputLogError),
     (SegmentDamaged, InputLogError),
     (SubstitutionError, RegistryError),
     (TomlWriteError, RegistryError),

@@ -13,6 +13,7 @@ import pytest
 from app.cluster.heartbeats import Heartbeats
 from app.cluster.peers import Connection, PeerServer, connect
 from app.cluster.settings import ClusterSettings
+from app.cluster.tls import ClusterKeys
 from ha.lease import Timing
 from ha.membership import Membership, Timeouts
 from ha.messages import Heartbeat
@@ -22,7 +23,9 @@ TIMEOUTS = Timeouts()
 
 
 def settings(me: str, port: int = 0) -> ClusterSettings:
-    return ClusterSettings(me, f"127.0.0.1:{port}", "127.0.0.1", port, (), SECRET, TIMEOUTS, Timing())
+    return ClusterSettings(
+        me, f"127.0.0.1:{port}", "127.0.0.1", port, (), ClusterKeys(SECRET), TIMEOUTS, Timing()
+    )
 
 
 class Watcher:

@@ -12,6 +12,7 @@ from app.cluster import relays as relays_module
 from app.cluster.peers import Connection, PeerServer
 from app.cluster.relays import RelayMemory, Relays
 from app.cluster.settings import ClusterSettings
+from app.cluster.tls import ClusterKeys
 from app.persistence.journal import NotLeading
 from ha.lease import Timing
 from ha.membership import Timeouts
@@ -64,7 +65,9 @@ def test_a_notifier_that_never_answers_holds_up_only_its_own_plan_and_only_until
     server = PeerServer("127.0.0.1", 0, "node-b", SECRET, serve)
     server.start()
     address = f"127.0.0.1:{server.port}"
-    settings = ClusterSettings("node-a", "127.0.0.1:1", "127.0.0.1", 0, (), SECRET, Timeouts(), Timing())
+    settings = ClusterSettings(
+        "node-a", "127.0.0.1:1", "127.0.0.1", 0, (), ClusterKeys(SECRET), Timeouts(), Timing()
+    )
     made = Relays(
         settings,
         leading=lambda plan: False,

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from app.cluster import Cluster, ClusterSettings
+from app.cluster.tls import ClusterKeys
 from app.registry import Registry
 from app.registry.leases import RegistryLeases
 from ha.lease import Timing
@@ -26,7 +27,7 @@ def test_a_restarted_member_gives_up_its_predecessors_leases_before_it_asks(tmp_
         host="127.0.0.1",
         port=0,
         wka=(),
-        secret=b"a-test-cluster-secret-of-some-length",
+        keys=ClusterKeys(b"a-test-cluster-secret-of-some-length"),
         timeouts=Timeouts(),
         timing=Timing(),
     )

@@ -10,6 +10,7 @@ import pytest
 
 from app.cluster import Cluster, ClusterSettings
 from app.cluster.member import HANDOVER_FLUSH_SECONDS
+from app.cluster.tls import ClusterKeys
 from app.registry import Registry
 from app.registry.leases import RegistryLeases
 from ha.lease import Timing
@@ -31,7 +32,7 @@ def test_a_stop_waits_for_the_adapters_a_bounded_time_then_leaves() -> None:
         host="127.0.0.1",
         port=0,
         wka=(),
-        secret=b"a-test-cluster-secret-of-some-length",
+        keys=ClusterKeys(b"a-test-cluster-secret-of-some-length"),
         timeouts=Timeouts(),
         timing=Timing(),
     )

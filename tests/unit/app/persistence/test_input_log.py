@@ -15,6 +15,7 @@ import pytest
 
 from app.persistence import segments
 from app.persistence.input_log import (
+    DiskFault,
     Events,
     FsyncPolicy,
     InputLog,
@@ -340,10 +341,14 @@ def test_failed_flush_under_always_refuses_the_append_and_leaves_no_trace(tmp_pa
         log.append("p", Tick(1))
         with monkeypatch.context() as m:
             m.setattr(os, "fdatasync", _fail)
-            with pytest.raises(InputLogError, match="cannot flush .*: Input/output error"):
+            with pytest.raises(
+                DiskFault, match="cannot flush: Input/output error .*restart the node"
+            ) as failed:
                 log.append("p", Tick(2))
-        with pytest.raises(InputLogError, match="a flush failed \\(Input/output error\\); reopen the log"):
+            assert failed.value.restart
+        with pytest.raises(DiskFault, match="a flush failed \\(Input/output error\\) .*restart the node"):
             log.append("p", Tick(3))
+        assert log.faults()["p"]["restart_needed"] is True
     with InputLog(tmp_path, "off") as log:
         assert list(log.read("p")) == [(1, Tick(1))]
         assert log.append("p", Tick(4)) == 2
@@ -358,17 +363,17 @@ def test_failed_background_flush_is_logged_and_refuses_appends(tmp_path, monkeyp
                 logged.set()
 
     handler = Signal(logging.ERROR)
-    logging.getLogger("app.persistence.input_log").addHandler(handler)
+    logging.getLogger("app.persistence").addHandler(handler)
     try:
         with InputLog(tmp_path, "interval", interval_ms=10) as log:
             monkeypatch.setattr(os, "fdatasync", _fail)
             log.append("p", Tick(1))
             assert logged.wait(30)
-            with pytest.raises(InputLogError, match="a flush failed"):
+            with pytest.raises(DiskFault, match="a flush failed"):
                 log.append("p", Tick(2))
             monkeypatch.undo()
     finally:
-        logging.getLogger("app.persistence.input_log").removeHandler(handler)
+        logging.getLogger("app.persistence").removeHandler(handler)
 
 
 def _fail(fd: int) -> None:

@@ -1,0 +1,172 @@
+"""Many small redundant plans for the scale tests: plan `pNNN` imports stream `sNNN`, and
+writes one row (plan, seq) per event to one sink table (`plan_rows`) through one RDBMS adapter, so what a
+sink must hold is known exactly: every acknowledged (plan, seq) once.
+
+`ManyFeeders`: clients in threads, each sending bundles of a few events to plans in turn,
+to one member and, when a bundle fails, to the next (a member that does not notify a plan
+relays the bundle to the one that does).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from adapters.thrift import DataBridgeClient
+from adapters.thrift.definitions import parse_definition
+from adapters.thrift.errors import ConnectionClosed, RemoteApplicationError, TransportError
+from adapters.thrift.events import WireEvent
+from tests.support.nodes import ADMIN_PASSWORD, NodeProcess
+
+
+def name(i: int) -> str:
+    return f"p{i:03d}"
+
+
+def document(plans: int, sink: str, mode: str) -> str:
+    parts = []
+    for i in range(plans):
+        parts.append(
+            f'[[streams]]\nname = "s{i:03d}"\npayload = [{{ name = "seq", type = "LONG" }}]\n\n'
+            f'[[streams]]\nname = "o{i:03d}"\n'
+            'payload = [{ name = "plan", type = "STRING" }, { name = "seq", type = "LONG" }]\n\n'
+            f'[[plans]]\nname = "{name(i)}"\nfile = "{name(i)}.siddhi"\n'
+            f'distributed_mode = "redundant"\nha_mode = "{mode}"\n\n'
+            f'[[formatters]]\nname = "f{i:03d}"\nstream = "o{i:03d}:1.0.0"\nadapter = "outTable"\ntype = "map"\n'
+        )
+    parts.append(
+        f'[[datasources]]\nname = "sink"\nurl = "{sink}"\n\n'
+        '[[adapters]]\nname = "outTable"\ntype = "rdbms"\ndatasource = "sink"\ntable = "plan_rows"\n'
+        'mode = "insert"\ncreate_table = true\nbatch_events = 50\n'
+        'columns = [{ name = "plan", type = "VARCHAR(10)" }, { name = "seq", type = "BIGINT" }]\n'
+    )
+    return "\n".join(parts)
+
+
+def plan_text(i: int) -> str:
+    return (
+        f"@app:name('{name(i)}')\n"
+        f"@Import('s{i:03d}:1.0.0') define stream In (seq long);\n"
+        f"@Export('o{i:03d}:1.0.0') define stream Out (plan string, seq long);\n"
+        f"from In select '{name(i)}' as plan, seq insert into Out;\n"
+    )
+
+
+def provision(node: NodeProcess, tmp: Path, plans: int, sink: str, mode: str) -> None:
+    for i in range(plans):
+        (tmp / f"{name(i)}.siddhi").write_text(plan_text(i), encoding="utf-8")
+    (tmp / "apply.toml").write_text(document(plans, sink, mode), encoding="utf-8")
+    node.cli("db", "upgrade")
+    node.cli("apply", str(tmp / "apply.toml"))
+
+
+def sink_counts(url: str) -> Counter[tuple[str, int]]:
+    db = sa.create_engine(url)
+    try:
+        with db.connect() as conn:
+            if not sa.inspect(conn).has_table("plan_rows"):
+                return Counter()
+            return Counter(
+                (str(p), int(s)) for p, s in conn.execute(sa.text("SELECT plan, seq FROM plan_rows"))
+            )
+    finally:
+        db.dispose()
+
+
+class ManyFeeders:
+    """`clients` threads, each sending bundles of `bundle` events to the plans in turn (its own
+    share of them), `pause` s apart; `acked` holds every (plan, seq) a member acknowledged."""
+
+    def __init__(
+        self, nodes: list[NodeProcess], plans: int, clients: int, bundle: int = 4, pause: float = 0.02
+    ) -> None:
+        self.nodes = nodes
+        self.plans = plans
+        self.bundle = bundle
+        self.pause = pause
+        self.acked: set[tuple[str, int]] = set()
+        self.resent = 0
+        self.errors: list[BaseException] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._run, args=(c, clients), daemon=True, name=f"feeder-{c}")
+            for c in range(clients)
+        ]
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self) -> int:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(60)
+        if self.errors:
+            raise self.errors[0]
+        return len(self.acked)
+
+    def _client(self, node: NodeProcess) -> DataBridgeClient:
+        client = DataBridgeClient(
+            f"tcp://{node.host}:{node.thrift_port}",
+            f"ssl://{node.host}:{node.tls_port}",
+            username="admin",
+            password=ADMIN_PASSWORD,
+            bundle_size=self.bundle,
+            ca_file=str(node.certificate),
+        )
+        for i in range(self.plans):
+            client.add_definition(
+                parse_definition(
+                    f'{{"name": "s{i:03d}", "version": "1.0.0", "payloadData": [{{"name": "seq", "type": "LONG"}}]}}'
+                )
+            )
+        client.connect()
+        return client
+
+    def _run(self, me: int, clients: int) -> None:
+        mine = [i for i in range(self.plans) if i % clients == me]
+        seqs = dict.fromkeys(mine, 0)
+        member = me % len(self.nodes)
+        client: DataBridgeClient | None = None
+        rng = random.Random(me)
+        try:
+            while not self._stop.is_set():
+                for plan in mine:
+                    if self._stop.is_set():
+                        break
+                    first = seqs[plan]
+                    events = [
+                        WireEvent(f"s{plan:03d}:1.0.0", int(time.time() * 1000), payload=(first + k,))
+                        for k in range(self.bundle)
+                    ]
+                    deadline = time.monotonic() + 60  # a bundle is sent until acknowledged, stop or not
+                    while True:
+                        try:
+                            if client is None:
+                                client = self._client(self.nodes[member])
+                            client.publish(events)
+                            break
+                        except (TransportError, ConnectionClosed, RemoteApplicationError, OSError):
+                            if client is not None:
+                                client.abandon()
+                            client = None
+                            if time.monotonic() > deadline:
+                                raise
+                            self.resent += 1
+                            member = (member + 1) % len(self.nodes)
+                            time.sleep(0.05 + rng.random() * 0.05)
+                    with self._lock:
+                        self.acked.update((name(plan), first + k) for k in range(self.bundle))
+                    seqs[plan] = first + self.bundle
+                    time.sleep(self.pause)
+        except BaseException as exc:
+            self.errors.append(exc)
+        finally:
+            if client is not None:
+                client.close()
