@@ -57,8 +57,9 @@ ha-faults: venv hosts
 		tests/integration/ha/test_failover.py tests/integration/ha/test_forwarding.py \
 		tests/integration/ha/test_host_faults.py
 
-## make ha-soak: two members under load for 30 minutes without faults: no role may change
-ha-soak: venv
+## make ha-soak: under load for 30 minutes without faults, no role may change: two members on
+## loopback, and three members with 50 plans and 8 clients on hosts of their own, a jittery network between them
+ha-soak: venv hosts
 	CEPHEUS_HA_SOAK_SECONDS=1800 $(BIN)/pytest -q -s --require-services -m soak tests/integration/ha
 
 ## make outage: a 60 s sink outage against a small adapter buffer, on one node and on a pair in each HA

@@ -3,6 +3,8 @@
     python scripts/bench_node.py [--events 1000000] [--rate 10000] [--seconds 10]
                                  [--output mysql+pymysql://root@127.0.0.1:3306/test]
                                  [--persistence none|nolog|off|interval|always]
+                                 [--redundant failover|active-active|full-active-active]
+                                 [--members 2|3]
 
 Starts a real `cepheus server` process (SQLite registry in a temporary directory), applies a
 filter plan whose matches (10 % of the events) an RDBMS adapter inserts into a fresh table of
@@ -21,6 +23,33 @@ taken during the run): `nolog` without the input log, `off`/`interval`/`always` 
 fsync policy (the node's default is `interval`); `none` (the default) is a plain plan.
 
 Prints one table; exits 1 when a row is missing.
+
+`--redundant MODE` measures, in one run and with the same plan and the same events, a single
+node (as above) and then the plan made redundant (`distributed_mode = "redundant"`,
+`ha_mode = MODE`) on `--members` (2 or 3) `cepheus server` members forming a cluster on
+127.0.0.1 (`[cluster]` host, wka, advertise, secret) and sharing one registry. It needs
+`--output` on MariaDB/MySQL or PostgreSQL: the members' registry and the sink of both runs are
+databases (PostgreSQL: schemas) of their own made on that server (`cep_bench_reg_*`,
+`cep_bench_sink_*`) and dropped at the end. Every phase starts once a member notifies with
+every other member in sync (`standbys_in_sync` in /health/details) and every member names it
+the preferred notifier (else the plan moves to that one 5 s later, mid-phase), and ends once
+the standbys hold the notifier's whole log and no member works any more. The publishers send
+as WSO2's clients do in that mode: `failover` to the notifier (to the next member once a
+bundle is refused or its connection fails), `active-active` round robin over the members,
+`full-active-active` every bundle to every member at once (sent once all answered; the first
+answer is timed too). The phases are the ones above, each on both: latency at `--rate`
+(bundle sent → acknowledged, send → row committed), one connection (with its bundles' round
+trips), `--connections` processes. One table gives per phase the events/s until acknowledged
+and until committed with the ratio redundant/single, the latencies, the CPU seconds per
+million events (utime + stime from /proc/<pid>/stat before and after the phase) of the
+notifier (the single node), of each standby, of the database server (the processes listening
+on `--output`'s port) and of this bench's publishers, the cores each kept busy until the rows
+were committed, and the cores the whole machine was busy meanwhile (others' work included).
+Under it, the plan's lease row in the registry before and after each phase (a required
+position that follows the notifier's log means acknowledgements waited for confirming lease
+renewals, `ha/acks.py` `Confirm`) and the events each member took from the publishers. A
+redundant plan always logs its input (fsync as `--persistence` says; `interval` for none and
+nolog): `--persistence interval` makes the single node pay for the log too.
 """
 
 from __future__ import annotations
@@ -39,13 +68,17 @@ import sys
 import tempfile
 import time
 import urllib.request
-from contextlib import ExitStack
+from collections.abc import Collection, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 
 from adapters.thrift import DataBridgeClient, WireEvent, parse_definition
+from adapters.thrift.errors import ConnectionClosed, RemoteApplicationError, TransportError
 
 REPO = Path(__file__).resolve().parents[1]
 PASSWORD = "bench-" + secrets.token_hex(8)
@@ -96,8 +129,13 @@ timestamp_column = "sent_ms"
 """
 
 
-def free_offset() -> int:
+def free_offset(avoid: Collection[int] = ()) -> int:
+    """The first port offset under which WSO2's base ports (and the cluster port) are free;
+    `avoid`: offsets already given to nodes not started yet. Offsets step by 11, so no base
+    port of one offset is another base port of another."""
     for offset in range(300, 3000, 11):
+        if offset in avoid:
+            continue
         try:
             with ExitStack() as stack:
                 for base in (9763, 7611, 7711, 4000):
@@ -149,15 +187,29 @@ def wait_rows(engine: sa.Engine, table: str, expected: int, timeout: float, wher
         time.sleep(0.01)
 
 
-def start_node(tmp: Path, offset: int, persistence: str) -> subprocess.Popen[bytes]:
+def start_node(
+    tmp: Path,
+    offset: int,
+    persistence: str,
+    *,
+    registry: str | None = None,
+    node_id: str | None = None,
+    cluster: dict[str, Any] | None = None,
+) -> subprocess.Popen[bytes]:
+    """`cepheus server` with its data and log in `tmp`; by default with a SQLite registry of its
+    own. A cluster member gets the shared `registry`, its `node_id` and a `[cluster]` section."""
     config = tmp / "cepheus.toml"
     logged = persistence not in ("none", "nolog")
     fsync = persistence if logged else "interval"
+    registry = registry or f"sqlite:///{tmp / 'registry.db'}"
+    node = f"id = {json.dumps(node_id)}\n" if node_id else ""
+    clustered = "".join(f"{k} = {json.dumps(v)}\n" for k, v in (cluster or {}).items())
     config.write_text(
-        f'[node]\nport_offset = {offset}\ndata_dir = "{tmp / "var"}"\nlog_level = "WARNING"\n'
-        f'[registry]\nurl = "sqlite:///{tmp / "registry.db"}"\npoll_seconds = 0.2\n'
+        f'[node]\n{node}port_offset = {offset}\ndata_dir = "{tmp / "var"}"\nlog_level = "WARNING"\n'
+        f"[registry]\nurl = {json.dumps(registry)}\npoll_seconds = 0.2\n"
         '[console]\nhost = "127.0.0.1"\n[thrift]\nhost = "127.0.0.1"\n'
-        f'[persistence]\ninput_log = {"true" if logged else "false"}\nfsync = "{fsync}"\n',
+        f'[persistence]\ninput_log = {"true" if logged else "false"}\nfsync = "{fsync}"\n'
+        + (f"[cluster]\n{clustered}" if cluster else ""),
         encoding="utf-8",
     )
     env = {**os.environ, "CEPHEUS_ADMIN_PASSWORD": PASSWORD}
@@ -197,6 +249,12 @@ def node_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+class Publishing(Protocol):
+    """What the phases publish through: one `DataBridgeClient`, or a `ClusterClient`."""
+
+    def publish(self, events: Sequence[WireEvent]) -> None: ...
+
+
 def make_events(n: int, seed: int = 7) -> list[tuple[Any, ...]]:
     rng = random.Random(seed)
     return [(i, f"sensor-{i % 50}", float(rng.randrange(1000)) / 10.0) for i in range(n)]
@@ -207,7 +265,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def throughput(client: DataBridgeClient, payloads: list[tuple[Any, ...]], bundle: int) -> float:
+def throughput(client: Publishing, payloads: list[tuple[Any, ...]], bundle: int) -> float:
     meta = ("bench-host",)
     t0 = time.perf_counter()
     for start in range(0, len(payloads), bundle):
@@ -272,7 +330,7 @@ def capacity(
 
 
 def latency_phase(
-    client: DataBridgeClient, rate: int, seconds: float, first_id: int
+    client: Publishing, rate: int, seconds: float, first_id: int
 ) -> tuple[int, int, list[float]]:
     """Send `rate` events/s in bundles every 10 ms; returns (events, matching, ack round trips ms)."""
     per_bundle = max(1, rate // 100)
@@ -298,6 +356,716 @@ def latency_phase(
     return len(payloads), matching, acks
 
 
+# ---- --redundant: the same plan on a cluster of members, beside a single node -----------------
+
+MODES = ("failover", "active-active", "full-active-active")
+PLAN_NAME = "benchFilter"
+SEND_ERRORS = (TransportError, ConnectionClosed, RemoteApplicationError, OSError)
+Member = tuple[int, str]  # a node's Thrift port and the CA file its certificate verifies with
+
+
+class ClusterClient:
+    """Publishes each bundle as WSO2's clients do in `mode` (the HA tests' `ClusterFeeder`):
+    `failover` (`tcp://a|tcp://b`) to one member, starting with `first` (the notifier), and
+    when a bundle fails (refused, `NotNotifier`, a closed connection) to the next, for good;
+    `active-active` (`tcp://a,tcp://b`) round robin, a failed bundle to the next member;
+    `full-active-active` (`{tcp://a},{tcp://b}`) every bundle to every member at once,
+    sent once every member answered and one acknowledged (`first_acks`: ms until the first
+    did). With one member and any mode: a plain client. Bundles of `bundle_size`."""
+
+    def __init__(self, members: Sequence[Member], mode: str, first: int, bundle_size: int) -> None:
+        self.members = list(members)
+        self.mode = mode
+        self.bundle_size = bundle_size
+        self.resent = 0  # bundles sent again (to another member) after a failure
+        self.failures: list[str] = []  # why, the first few times
+        self.first_acks: list[float] = []
+        self.round_trips: list[float] = []  # ms from sending each bundle to its acknowledgement
+        self._index = first
+        self._clients: list[DataBridgeClient | None] = [None] * len(self.members)
+        self._encoded: list[dict[int, bytes]] = [{} for _ in self.members]  # per member's session
+        self._chunks: list[list[WireEvent]] = []
+        every = mode == "full-active-active" and len(self.members) > 1
+        self._pool = ThreadPoolExecutor(len(self.members)) if every else None
+
+    def __enter__(self) -> ClusterClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for client in self._clients:
+            if client is not None:
+                client.close()
+        if self._pool is not None:
+            self._pool.shutdown()
+
+    def publish(self, events: Sequence[WireEvent]) -> None:
+        for start in range(0, len(events), self.bundle_size):
+            self._bundle(list(events[start : start + self.bundle_size]), None)
+
+    def prepare(self, chunks: list[list[WireEvent]]) -> int:
+        """Encode every bundle of `chunks` beforehand for the member it goes to (every member in
+        full-active-active); returns how many. One sent elsewhere after a failure is encoded then."""
+        self._chunks = chunks
+        n = len(self.members)
+        for i in range(n):
+            client = self._client(i)
+            self._encoded[i] = {
+                k: client.encode(chunk)
+                for k, chunk in enumerate(chunks)
+                if self._pool is not None
+                or (self.mode == "active-active" and (self._index + k) % n == i)
+                or (self.mode != "active-active" and self._index == i)
+            }
+        return len(chunks)
+
+    def aim(self, index: int) -> None:
+        """Send to member `index` from now on (failover: the notifier `Side.settle` found)."""
+        self._index = index
+
+    def send_prepared(self, k: int) -> None:
+        self._bundle(self._chunks[k], k)
+
+    def _client(self, i: int) -> DataBridgeClient:
+        client = self._clients[i]
+        if client is None:
+            port, ca_file = self.members[i]
+            client = DataBridgeClient(
+                f"tcp://127.0.0.1:{port}",
+                username="admin",
+                password=PASSWORD,
+                ca_file=ca_file,
+                bundle_size=self.bundle_size,
+                definitions=[DEFINITION],
+            )
+            client.connect()
+            self._clients[i] = client
+        return client
+
+    def _send(self, i: int, bundle: list[WireEvent], k: int | None) -> float | None:
+        """Send `bundle` to member `i`; when it acknowledged (perf_counter), or None when it failed."""
+        try:
+            client = self._client(i)
+            encoded = self._encoded[i].get(k) if k is not None else None
+            if encoded is not None:
+                client.send_encoded(encoded)
+            else:
+                client.publish(bundle)
+            return time.perf_counter()
+        except SEND_ERRORS as exc:
+            if len(self.failures) < 5:
+                self.failures.append(f"member {i}: {type(exc).__name__}: {exc}")
+            client_ = self._clients[i]
+            if client_ is not None:
+                client_.abandon()
+            self._clients[i] = None
+            self._encoded[i] = {}  # encoded for the session that is gone
+            return None
+
+    def _bundle(self, bundle: list[WireEvent], k: int | None) -> None:
+        deadline = time.monotonic() + 60
+        n = len(self.members)
+        began = time.perf_counter()
+        try:
+            self._deliver(bundle, k, n, deadline)
+        finally:
+            self.round_trips.append((time.perf_counter() - began) * 1000)
+
+    def _deliver(self, bundle: list[WireEvent], k: int | None, n: int, deadline: float) -> None:
+        while True:
+            if self._pool is not None:
+                sent = time.perf_counter()
+                acked = [t for t in self._pool.map(lambda i: self._send(i, bundle, k), range(n)) if t]
+                if acked:
+                    self.first_acks.append((min(acked) - sent) * 1000)
+                    return
+            elif self._send(self._index, bundle, k) is not None:
+                if self.mode == "active-active":
+                    self._index = (self._index + 1) % n
+                return
+            else:
+                self._index = (self._index + 1) % n
+            self.resent += 1
+            if time.monotonic() > deadline:
+                raise SystemExit("no member acknowledged a bundle within 60 s")
+            time.sleep(0.02)
+
+
+def _cluster_capacity_worker(
+    members: list[Member],
+    mode: str,
+    first: int,
+    first_id: int,
+    count: int,
+    bundle: int,
+    ready: Any,
+    go: Any,
+    done: Any,
+) -> None:
+    with ClusterClient(members, mode, first, bundle) as client:
+        payloads = [(first_id + i, s, v) for i, (_, s, v) in enumerate(make_events(count, seed=first_id))]
+        now = time.time_ns() // 1_000_000
+        chunks = [
+            [WireEvent("bench:1.0.0", now, ("bench-host",), None, p) for p in payloads[k : k + bundle]]
+            for k in range(0, count, bundle)
+        ]
+        n = client.prepare(chunks)
+        ready.put(sum(1 for _, _, v in payloads if v >= 90.0))
+        go.wait()
+        for k in range(n):
+            client.send_prepared(k)
+        done.put((time.perf_counter(), client.resent, client.failures))
+
+
+def cluster_capacity(
+    members: list[Member], mode: str, first: int, first_id: int, events: int, connections: int, bundle: int
+) -> tuple[float, float, int, float]:
+    """`capacity` through `ClusterClient`s: (start, last ack, matching events, the machine's
+    busy CPU seconds at the start)."""
+    ctx = multiprocessing.get_context("fork")
+    ready, done, go = ctx.Queue(), ctx.Queue(), ctx.Event()
+    share = events // connections
+    workers = [
+        ctx.Process(
+            target=_cluster_capacity_worker,
+            args=(members, mode, first, first_id + k * share, share, bundle, ready, go, done),
+        )
+        for k in range(connections)
+    ]
+    for w in workers:
+        w.start()
+    matching = sum(ready.get(timeout=120) for _ in workers)
+    busy = machine_busy()
+    start = time.perf_counter()
+    go.set()
+    answers = [done.get(timeout=600) for _ in workers]
+    for w in workers:
+        w.join(30)
+        if w.exitcode != 0:
+            raise SystemExit(f"a publisher process failed ({w.exitcode})")
+    report_resent("publisher processes", sum(a[1] for a in answers), [f for a in answers for f in a[2]])
+    return start, max(a[0] for a in answers), matching, busy
+
+
+def report_resent(who: str, resent: int, failures: list[str]) -> None:
+    if resent:
+        print(f"{who}: {resent} bundles sent again to another member; first failures:", file=sys.stderr)
+        for failure in failures:
+            print(f"  {failure}", file=sys.stderr)
+
+
+@contextmanager
+def isolated_database(url: str, prefix: str) -> Iterator[str]:
+    """The URL of a fresh database (MariaDB/MySQL) or schema (PostgreSQL) on the server of
+    `url`, dropped afterwards (as `tests/support/databases.py` makes one)."""
+    parsed = sa.make_url(url)
+    backend = parsed.get_backend_name()
+    name = f"{prefix}_{secrets.token_hex(6)}"
+    admin = sa.create_engine(parsed, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        if backend == "mysql":
+            conn.execute(sa.text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
+            isolated = parsed.set(database=name)
+        else:
+            conn.execute(sa.text(f"CREATE SCHEMA {name}"))
+            isolated = parsed.update_query_dict({"options": f"-csearch_path={name}"})
+    try:
+        yield isolated.render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            if backend == "mysql":
+                conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name}"))
+            else:
+                conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {name} CASCADE"))
+        admin.dispose()
+
+
+def health(offset: int) -> dict[str, Any]:
+    """The node's `/health/details` (logged in as admin)."""
+    request = urllib.request.Request(f"http://127.0.0.1:{9763 + offset}/health/details")
+    token = base64.b64encode(f"admin:{PASSWORD}".encode()).decode()
+    request.add_header("Authorization", f"Basic {token}")
+    with urllib.request.urlopen(request, timeout=5) as reply:  # noqa: S310 - local node
+        report: dict[str, Any] = json.loads(reply.read())
+    return report
+
+
+def plan_status(offset: int) -> dict[str, Any]:
+    """The bench plan's cluster status on the node (`role`, `position`, `standbys_in_sync`, ...);
+    {} when it has none (yet)."""
+    try:
+        return dict(health(offset)["cluster"]["plans"][PLAN_NAME])
+    except (OSError, KeyError, TypeError, ValueError):
+        return {}
+
+
+def db_server_pids(url: str) -> list[int]:
+    """The processes listening on `url`'s port on this machine (the database server, for its
+    CPU; none when it runs elsewhere)."""
+    parsed = sa.make_url(url)
+    port = parsed.port or {"mysql": 3306, "postgresql": 5432}.get(parsed.get_backend_name(), 0)
+    sockets = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # listening
+                sockets.add(f"socket:[{fields[9]}]")
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if any(os.readlink(fd) in sockets for fd in (entry / "fd").iterdir()):
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
+def with_children(pids: list[int]) -> list[int]:
+    """`pids` and their child processes now (PostgreSQL's backends)."""
+    children = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if parent in pids:
+                children.append(int(entry.name))
+    return [*pids, *children]
+
+
+def machine_busy() -> float:
+    """CPU seconds the whole machine has been busy (every core, every process: /proc/stat)."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu() -> float:
+    """CPU seconds of this process and of its children that ended (the capacity publishers)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+@dataclass
+class Mark:
+    """Where a side stood at a phase's start or end."""
+
+    cpu: list[float]  # CPU seconds so far: each member, the database server, this process, the machine
+    received: list[int] = field(default_factory=list)  # events each member took from publishers
+    position: int | None = None  # the notifier's log position (a redundant plan)
+    lease: tuple[int, int | None, int | None] | None = None  # registry: epoch, required term and position
+
+
+@dataclass
+class Side:
+    """One configuration measured: a single node, or the members of the redundant plan."""
+
+    label: str
+    mode: str  # "single", or the plan's ha_mode
+    processes: list[subprocess.Popen[bytes]]
+    offsets: list[int]
+    ca_files: list[str]
+    ids: list[str]
+    db_pids: list[int]
+    registry: sa.Engine | None = None  # the members' registry (the lease row)
+    notifier: int = 0
+
+    @property
+    def members(self) -> list[Member]:
+        return [(7611 + o, ca) for o, ca in zip(self.offsets, self.ca_files, strict=True)]
+
+    def settle(self, timeout: float = 60.0) -> None:
+        """Wait until a member notifies with every other member in sync (`standbys_in_sync`),
+        and every member sees every other alive and names it the preferred notifier: a member
+        that notifies because it came up first hands the plan over, after `[ha] failback_ms`
+        (5 s), to the one placement prefers once all know each other, in the middle of a phase."""
+        if len(self.offsets) == 1:
+            return
+        deadline = time.monotonic() + timeout
+        while True:
+            views = []
+            for offset in self.offsets:
+                try:
+                    views.append(health(offset).get("cluster") or {})
+                except (OSError, ValueError):
+                    views.append({})
+            statuses = [dict((v.get("plans") or {}).get(PLAN_NAME) or {}) for v in views]
+            notifiers = [i for i, st in enumerate(statuses) if st.get("role") == "notifier"]
+            if len(notifiers) == 1:
+                i = notifiers[0]
+                in_sync = statuses[i].get("standbys_in_sync") or []
+                if (
+                    all(st.get("preferred") == self.ids[i] for st in statuses)
+                    and all(
+                        all((v.get("members") or {}).get(m) == "alive" for m in self.ids if m != me)
+                        for v, me in zip(views, self.ids, strict=True)
+                    )
+                    and all(self.ids[j] in in_sync for j in range(len(self.offsets)) if j != i)
+                ):
+                    self.notifier = i
+                    return
+            if time.monotonic() > deadline:
+                raise SystemExit(f"no notifier with its standbys in sync within {timeout:.0f} s: {views}")
+            time.sleep(0.1)
+
+    def cpu(self) -> list[float]:
+        db = 0.0
+        for pid in with_children(self.db_pids) if self.db_pids else ():
+            try:
+                db += node_cpu(pid)
+            except OSError:
+                continue
+        return [*(node_cpu(p.pid) for p in self.processes), db, own_cpu(), machine_busy()]
+
+    def mark(self) -> Mark:
+        cpu = self.cpu()
+        received = [int(health(o)["received"].get("bench:1.0.0", 0)) for o in self.offsets]
+        if self.registry is None:
+            return Mark(cpu, received)
+        status = plan_status(self.offsets[self.notifier])
+        if status.get("role") != "notifier":
+            print(f"{self.label}: the notifier moved during a phase: {status}", file=sys.stderr)
+        c = "epoch, required_term, required_position"
+        with self.registry.connect() as conn:
+            row = conn.execute(
+                sa.text(f"SELECT {c} FROM cep_leases WHERE plan = :p"), {"p": PLAN_NAME}
+            ).first()
+        lease = None if row is None else (int(row[0]), row[1], row[2])
+        return Mark(cpu, received, status.get("position"), lease)
+
+    def finish(self, timeout: float = 20.0) -> Mark:
+        """The end of a phase, once the standbys hold every record the notifier has and no member
+        works any more (under 5 % of a core for 0.3 s), so that all it cost is counted."""
+        deadline = time.monotonic() + timeout
+        if len(self.offsets) > 1:
+            while time.monotonic() < deadline:
+                positions = [plan_status(o).get("position") for o in self.offsets]
+                if None not in positions and len(set(positions)) == 1:
+                    break
+                time.sleep(0.05)
+        members = len(self.processes)
+        before = self.cpu()[:members]
+        while time.monotonic() < deadline:
+            time.sleep(0.3)
+            now = self.cpu()[:members]
+            if all(b - a < 0.015 for a, b in zip(before, now, strict=True)):
+                break
+            before = now
+        return self.mark()
+
+
+@dataclass
+class Measured:
+    """One phase on one side: events, seconds until every bundle was acknowledged and until
+    every row was committed, where the side stood before and after, round trips in ms."""
+
+    events: int
+    acked: float
+    rows: float
+    start: Mark
+    end: Mark
+    notifier: int
+    acks: list[float] = field(default_factory=list)
+    first_acks: list[float] = field(default_factory=list)
+    send_to_row: list[float] = field(default_factory=list)
+    machine: float = 0.0  # cores the whole machine kept busy from the start until the rows were in
+
+    @property
+    def cpu(self) -> list[float]:
+        """CPU seconds the phase cost, in `Mark.cpu`'s order."""
+        return [b - a for a, b in zip(self.start.cpu, self.end.cpu, strict=True)]
+
+
+def measure(
+    side: Side, args: argparse.Namespace, db: sa.Engine, table: str, inserted_ms: str
+) -> dict[str, Measured]:
+    """The phases of the plain bench on `side`, every member's CPU counted in each:
+    latency (at `--rate`), one connection encoding as it sends, `--connections` publisher
+    processes sending bundles encoded beforehand. Each starts with the standbys in sync."""
+    out: dict[str, Measured] = {}
+    side.settle()
+    with ClusterClient(side.members, side.mode, side.notifier, args.bundle_size) as client:
+        warm = make_events(min(20_000, args.events), seed=3)
+        warm = [(-1 - i, s, v) for i, (_, s, v) in enumerate(warm)]
+        throughput(client, warm, args.bundle_size)
+        have = sum(1 for _, _, v in warm if v >= 90.0)
+        wait_rows(db, table, have, 60)
+        side.finish()
+
+        # latency first, on a quiet database (bulk phases leave it busy flushing for seconds)
+        first_latency_id = 3 * args.events
+        side.settle()
+        client.aim(side.notifier)
+        client.first_acks = []
+        start = side.mark()
+        sent, hot, acks = latency_phase(client, args.rate, args.seconds, first_latency_id)
+        wait_rows(db, table, have + hot, 60)
+        have += hot
+        end = side.finish()
+        with db.connect() as conn:
+            query = f"SELECT {inserted_ms} - sent_ms FROM {table} WHERE id >= {first_latency_id}"
+            lat = [float(v) for (v,) in conn.execute(sa.text(query))]
+        out["latency"] = Measured(
+            sent, args.seconds, args.seconds, start, end, side.notifier, acks, list(client.first_acks), lat
+        )
+
+        payloads = make_events(args.events)
+        have += sum(1 for _, _, v in payloads if v >= 90.0)
+        side.settle()
+        client.aim(side.notifier)
+        client.round_trips = []
+        start = side.mark()
+        t0 = throughput(client, payloads, args.bundle_size)
+        acked = time.perf_counter()
+        done = wait_rows(db, table, have, 300)
+        machine = (machine_busy() - start.cpu[-1]) / (time.perf_counter() - t0)
+        out["one"] = Measured(
+            args.events, acked - t0, done - t0, start, side.finish(), side.notifier, list(client.round_trips)
+        )
+        out["one"].machine = machine
+        report_resent(f"{side.label}, the single publisher", client.resent, client.failures)
+
+    side.settle()
+    start = side.mark()
+    began, last, hot, busy = cluster_capacity(
+        side.members, side.mode, side.notifier, args.events, args.events, args.connections, args.bundle_size
+    )
+    have += hot
+    done = wait_rows(db, table, have, 300)
+    machine = (machine_busy() - busy) / (time.perf_counter() - began)
+    n = args.events // args.connections * args.connections
+    out["many"] = Measured(n, last - began, done - began, start, side.finish(), side.notifier)
+    out["many"].machine = machine
+    total = count_rows(db, table)
+    if total != have:
+        raise SystemExit(f"{side.label}: {table} holds {total} rows, expected {have}")
+    return out
+
+
+def stop_all(processes: Sequence[subprocess.Popen[bytes]]) -> None:
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def apply_plan(config: Path, document: Path) -> None:
+    """`cepheus apply` with the node's config, once the registry has its schema."""
+    command = [sys.executable, "-m", "app.cli", "apply", str(document), "--config", str(config)]
+    for _ in range(100):
+        applied = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
+        if applied.returncode == 0 or "schema" not in applied.stderr:
+            break
+        time.sleep(0.2)
+    if applied.returncode != 0:
+        raise SystemExit(f"cepheus apply failed:\n{applied.stdout}{applied.stderr}")
+
+
+def run_single(args: argparse.Namespace, tmp: Path, sink: str, db_pids: list[int]) -> dict[str, Measured]:
+    """The plain bench's node (SQLite registry of its own), the plan not redundant."""
+    tmp.mkdir()
+    db = sa.create_engine(sink)
+    table = f"bench_out_{secrets.token_hex(4)}"
+    inserted_ms = create_table(db, table)
+    (tmp / "plan.siddhi").write_text(PLAN, encoding="utf-8")
+    (tmp / "apply.toml").write_text(
+        APPLY.format(output=sink, table=table, interval=0 if args.persistence == "none" else 60),
+        encoding="utf-8",
+    )
+    offset = free_offset()
+    process = start_node(tmp, offset, args.persistence)
+    try:
+        apply_plan(tmp / "cepheus.toml", tmp / "apply.toml")
+        wait_ready(process, offset, tmp)
+        side = Side(
+            "single node", "single", [process], [offset], [str(tmp / "var" / "tls" / "cert.pem")], [], db_pids
+        )
+        return measure(side, args, db, table, inserted_ms)
+    finally:
+        stop_all([process])
+        db.dispose()
+
+
+def run_cluster(
+    args: argparse.Namespace, tmp: Path, sink: str, registry: str, db_pids: list[int]
+) -> dict[str, Measured]:
+    """The same plan, redundant (`--redundant` mode) on `--members` members sharing `registry`."""
+    tmp.mkdir()
+    db = sa.create_engine(sink)
+    table = f"bench_out_{secrets.token_hex(4)}"
+    inserted_ms = create_table(db, table)
+    (tmp / "plan.siddhi").write_text(PLAN, encoding="utf-8")
+    document = APPLY.format(output=sink, table=table, interval=0 if args.persistence == "none" else 60)
+    document = document.replace(
+        'file = "plan.siddhi"',
+        f'file = "plan.siddhi"\ndistributed_mode = "redundant"\nha_mode = "{args.redundant}"',
+    )
+    (tmp / "apply.toml").write_text(document, encoding="utf-8")
+    offsets: list[int] = []
+    for _ in range(args.members):
+        offsets.append(free_offset(offsets))
+    names = "abc"[: args.members]
+    ids = [f"bench-{name}" for name in names]
+    addresses = [f"127.0.0.1:{4000 + o}" for o in offsets]
+    secret = secrets.token_hex(16)
+    dirs = [tmp / name for name in names]
+    for d in dirs:
+        d.mkdir()
+    processes: list[subprocess.Popen[bytes]] = []
+    leases = sa.create_engine(registry)
+    try:
+        first = dirs[0] / "cepheus.toml"
+        for i, d in enumerate(dirs):
+            cluster = {"host": "127.0.0.1", "wka": addresses, "advertise": addresses[i], "secret": secret}
+            processes.append(
+                start_node(
+                    d, offsets[i], args.persistence, registry=registry, node_id=ids[i], cluster=cluster
+                )
+            )
+            if i == 0:  # the first member creates the registry's schema: apply once it has
+                apply_plan(first, tmp / "apply.toml")
+        for process, offset, d in zip(processes, offsets, dirs, strict=True):
+            wait_ready(process, offset, d)
+        side = Side(
+            f"{args.redundant} ×{args.members}",
+            args.redundant,
+            processes,
+            offsets,
+            [str(d / "var" / "tls" / "cert.pem") for d in dirs],
+            ids,
+            db_pids,
+            leases,
+        )
+        return measure(side, args, db, table, inserted_ms)
+    finally:
+        stop_all(processes)
+        db.dispose()
+        leases.dispose()
+
+
+def compare(args: argparse.Namespace) -> int:
+    """`--redundant`: the plain bench on a single node, then on the redundant plan; one table."""
+    backend = sa.make_url(args.output).get_backend_name()
+    if backend not in ("mysql", "postgresql"):
+        raise SystemExit("--redundant needs --output on MariaDB/MySQL or PostgreSQL (the shared registry)")
+    db_pids = db_server_pids(args.output)
+    with (
+        tempfile.TemporaryDirectory(prefix="cepheus-bench-") as tmpdir,
+        isolated_database(args.output, "cep_bench_sink") as sink,
+        isolated_database(args.output, "cep_bench_reg") as registry,
+    ):
+        tmp = Path(tmpdir)
+        single = run_single(args, tmp / "single", sink, db_pids)
+        redundant = run_cluster(args, tmp / "cluster", sink, registry, db_pids)
+    print_comparison(args, single, redundant)
+    return 0
+
+
+def print_comparison(
+    args: argparse.Namespace, single: dict[str, Measured], redundant: dict[str, Measured]
+) -> None:
+    n = args.members
+    rows: list[tuple[str, ...]] = []
+
+    def cpu_rows(a: Measured, b: Measured, busy: bool) -> None:
+        """CPU s per million events of the phase: notifier, standby(s), database, publisher; with
+        `busy`, also the cores each kept busy until the rows were committed."""
+        standbys = [i for i in range(n) if i != b.notifier]
+        for what, x, y in (
+            ("notifier (single: the node)", [a.cpu[0]], [b.cpu[b.notifier]]),
+            ("standby" + ("s" if n > 2 else ""), [], [b.cpu[i] for i in standbys]),
+            ("database server", [a.cpu[-3]], [b.cpu[-3]]),
+            ("publisher (this bench)", [a.cpu[-2]], [b.cpu[-2]]),
+        ):
+            rows.append(
+                (f"  CPU s / M events: {what}", " / ".join(f"{c / a.events * 1e6:.2f}" for c in x),
+                 " / ".join(f"{c / b.events * 1e6:.2f}" for c in y), "")
+            )  # fmt: skip
+        if busy:
+            order = [b.notifier, *standbys, -3, -2]
+            rows.append(
+                ("  cores busy: notifier, standby(s), database, publisher",
+                 " / ".join(f"{a.cpu[i] / a.rows:.2f}" for i in (0, -3, -2)),
+                 " / ".join(f"{b.cpu[i] / b.rows:.2f}" for i in order), "")
+            )  # fmt: skip
+            rows.append(
+                ("  cores busy: the whole machine, every process",
+                 f"{a.machine:.2f} of {os.cpu_count()}", f"{b.machine:.2f} of {os.cpu_count()}", "")
+            )  # fmt: skip
+
+    def rate_rows(a: Measured, b: Measured) -> None:
+        for what, x, y in (("all acknowledged", a.acked, b.acked), ("all rows committed", a.rows, b.rows)):
+            rows.append(
+                (f"  events/s until {what}", f"{a.events / x:,.0f}", f"{b.events / y:,.0f}", f"{x / y:.2f}")
+            )
+
+    def spread_rows(what: str, a: list[float], b: list[float]) -> None:
+        for q in (0.5, 0.99):
+            shown = [f"{percentile(v, q):.1f}" if v else "" for v in (a, b)]
+            rows.append((f"  {what} p{q * 100:.0f} ms", *shown, ""))
+
+    a, b = single["latency"], redundant["latency"]
+    rows.append((f"{args.rate:,} events/s for {args.seconds:.1f} s ({a.events:,} events)", "", "", ""))
+    spread_rows("bundle sent → acknowledged", a.acks, b.acks)
+    if b.first_acks:
+        spread_rows("bundle sent → first member acknowledged", [], b.first_acks)
+    spread_rows("send → row committed", a.send_to_row, b.send_to_row)
+    cpu_rows(a, b, busy=False)
+    for key, what in (
+        ("one", "1 connection, encoding as it sends"),
+        ("many", f"{args.connections} connections, bundles encoded before"),
+    ):
+        a, b = single[key], redundant[key]
+        rows.append((f"{what} ({a.events:,} events)", "", "", ""))
+        rate_rows(a, b)
+        if a.acks and b.acks:
+            spread_rows(f"bundle of {args.bundle_size} sent → acknowledged", a.acks, b.acks)
+        cpu_rows(a, b, busy=True)
+
+    header = ("phase", "single node", f"{args.redundant} ×{n}", "redundant/single")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    print(
+        f"cepheus server, filter plan (10 % match) → rdbms adapter → {sa.make_url(args.output).get_backend_name()}; "
+        f"bundles of {args.bundle_size}; persistence {args.persistence}; the same plan and events on a single "
+        f"node and redundant ({args.redundant}, {n} members: 1 notifier, {n - 1} standby{'s' if n > 2 else ''}); "
+        "registry and sink in databases of their own on the same server"
+    )
+    for r in [header, tuple("-" * w for w in widths), *rows]:
+        print(
+            "  ".join(
+                c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))
+            )
+        )
+    print("the redundant plan's lease in the registry over each phase (a requirement that follows the log:")
+    print("acknowledgements waited for a confirming renewal, ha/acks.py `Confirm`):")
+    for key, what in (("latency", "latency"), ("one", "1 connection"), ("many", "connections")):
+        m = redundant[key]
+        print(
+            f"  {what}: lease (epoch, required term, required position) {m.start.lease} → {m.end.lease}; "
+            f"notifier's log position {m.start.position} → {m.end.position}"
+        )
+    print("events each member took from the publishers in each phase (notifier first; in failover all")
+    print("go to the notifier, a standby relays what it takes):")
+    for key, what in (("latency", "latency"), ("one", "1 connection"), ("many", "connections")):
+        m = redundant[key]
+        order = [m.notifier, *(i for i in range(n) if i != m.notifier)]
+        print(f"  {what}: " + " / ".join(f"{m.end.received[i] - m.start.received[i]:,}" for i in order))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=1_000_000)
@@ -314,7 +1082,17 @@ def main() -> int:
         default="none",
         help="persistence mode: none, without the input log, or with it and this fsync policy",
     )
+    parser.add_argument(
+        "--redundant",
+        choices=MODES,
+        help="also run the plan redundant on --members members in this ha_mode; print single vs redundant",
+    )
+    parser.add_argument(
+        "--members", type=int, choices=(2, 3), default=2, help="cluster members with --redundant"
+    )
     args = parser.parse_args()
+    if args.redundant:
+        return compare(args)
 
     table = f"bench_out_{secrets.token_hex(4)}"
     db = sa.create_engine(args.output)

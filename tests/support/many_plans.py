@@ -2,6 +2,8 @@
 writes one row (plan, seq) per event to one sink table (`plan_rows`) through one RDBMS adapter, so what a
 sink must hold is known exactly: every acknowledged (plan, seq) once.
 
+`LeaseSampler`: every lease's time left and epoch, read from the registry every 100 ms.
+
 `ManyFeeders`: clients in threads, each sending bundles of a few events to plans in turn,
 to one member and, when a bundle fails, to the next (a member that does not notify a plan
 relays the bundle to the one that does).
@@ -22,6 +24,8 @@ from adapters.thrift.definitions import parse_definition
 from adapters.thrift.errors import ConnectionClosed, RemoteApplicationError, TransportError
 from adapters.thrift.events import WireEvent
 from tests.support.nodes import ADMIN_PASSWORD, NodeProcess
+
+RELEASED_LONG_AGO = -(10**9)  # ms left of a released lease (it expired at the epoch): held by no one
 
 
 def name(i: int) -> str:
@@ -170,3 +174,39 @@ class ManyFeeders:
         finally:
             if client is not None:
                 client.close()
+
+
+class LeaseSampler:
+    """Reads every lease's time left from the registry every 100 ms in a thread."""
+
+    def __init__(self, url: str) -> None:
+        self.db = sa.create_engine(url)
+        self.lowest: list[tuple[float, int]] = []  # (when, the least time left of any held lease)
+        self.epochs: dict[str, set[int]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        query = sa.text(
+            "SELECT plan, epoch, expires_ms - CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) FROM cep_leases"
+        )
+        while not self._stop.wait(0.1):
+            try:
+                with self.db.connect() as conn:
+                    rows = conn.execute(query).all()
+            except sa.exc.DBAPIError:
+                continue  # a sample missed: the next one counts
+            for plan, epoch, _ in rows:
+                self.epochs.setdefault(plan, set()).add(int(epoch))
+            held = [int(left) for _, _, left in rows if int(left) > RELEASED_LONG_AGO]
+            if held:
+                self.lowest.append((time.monotonic(), min(held)))
+
+    def least(self, since: float, until: float) -> int:
+        return min(left for at, left in self.lowest if since <= at <= until)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self.db.dispose()

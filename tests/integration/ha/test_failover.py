@@ -183,17 +183,18 @@ def test_kill_9_in_the_active_modes_loses_and_repeats_nothing(
     report(capsys, f"{mode}, kill -9", run)
 
 
-def test_kill_9_with_three_members_loses_and_repeats_nothing(
-    tmp_path: Path, mysql_url: str, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("members", [3, 5])
+def test_kill_9_with_three_or_five_members_loses_and_repeats_nothing(
+    tmp_path: Path, mysql_url: str, capsys: pytest.CaptureFixture[str], members: int
 ) -> None:
-    """Either standby may take over, and the one that does must hold everything the dead
+    """Any standby may take over, and the one that does must hold everything the dead
     notifier acknowledged: the lease requires it (`ha.ports.LeaseStore`)."""
     with (
         isolated_database(mysql_url, "cep_ha") as registry,
         isolated_database(mysql_url, "cep_ha_sink") as sink,
     ):
-        run = run_faults(tmp_path, registry, sink, NodeProcess.kill, FAULTS, members=3)
-    report(capsys, "three members, kill -9", run)
+        run = run_faults(tmp_path, registry, sink, NodeProcess.kill, FAULTS, members=members)
+    report(capsys, f"{members} members, kill -9", run)
 
 
 def test_kill_9_with_chained_plans_loses_and_repeats_nothing(

@@ -15,13 +15,11 @@ answer take 10 ms more than on the same machine).
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 
 from app.config import HA
 from tests.support import many_plans
@@ -34,7 +32,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.ha]
 
 PLANS = int(os.environ.get("CEPHEUS_SCALE_PLANS", "50"))
 CLIENTS = int(os.environ.get("CEPHEUS_SCALE_CLIENTS", "8"))
-RELEASED_LONG_AGO = -(10**9)  # a released lease expired at the epoch: not held by anyone
 REGISTRY_DELAY = 0.005  # each way
 LEASE_MS, MARGIN_MS = HA().lease_ms, HA().margin_ms
 
@@ -48,48 +45,12 @@ def cluster(tmp_path: Path) -> Iterator[HostedCluster]:
         hosted.close()
 
 
-class LeaseSampler:
-    """Reads every lease's time left from the registry every 100 ms in a thread."""
-
-    def __init__(self, url: str) -> None:
-        self.db = sa.create_engine(url)
-        self.lowest: list[tuple[float, int]] = []  # (when, the least time left of any held lease)
-        self.epochs: dict[str, set[int]] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        query = sa.text(
-            "SELECT plan, epoch, expires_ms - CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) FROM cep_leases"
-        )
-        while not self._stop.wait(0.1):
-            try:
-                with self.db.connect() as conn:
-                    rows = conn.execute(query).all()
-            except sa.exc.DBAPIError:
-                continue  # a sample missed: the next one counts
-            for plan, epoch, _ in rows:
-                self.epochs.setdefault(plan, set()).add(int(epoch))
-            held = [int(left) for _, _, left in rows if int(left) > RELEASED_LONG_AGO]
-            if held:
-                self.lowest.append((time.monotonic(), min(held)))
-
-    def least(self, since: float, until: float) -> int:
-        return min(left for at, left in self.lowest if since <= at <= until)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
-        self.db.dispose()
-
-
 def held_by(cluster: HostedCluster, node: NodeProcess) -> list[str]:
     i = cluster.nodes.index(node)
     return [plan for plan, roles in cluster.roles().items() if roles[i] == "notifier"]
 
 
-def steady(cluster: HostedCluster, leases: LeaseSampler, seconds: float) -> tuple[int, int]:
+def steady(cluster: HostedCluster, leases: many_plans.LeaseSampler, seconds: float) -> tuple[int, int]:
     """(the least time left of any lease, lease changes) over `seconds` of steady running."""
     before = {plan: set(epochs) for plan, epochs in leases.epochs.items()}
     start = time.monotonic()
@@ -108,7 +69,7 @@ def test_many_plans_on_3_members_keep_their_leases_and_are_rehomed_after_a_kill(
     feeders = many_plans.ManyFeeders(cluster.nodes, PLANS, CLIENTS)
     feeders.start()
     assert cluster.registry_db is not None
-    leases = LeaseSampler(cluster.registry_db.url)
+    leases = many_plans.LeaseSampler(cluster.registry_db.url)
     try:
         shares = [len(held_by(cluster, n)) for n in cluster.nodes]
         least_thirds, changes_thirds = steady(cluster, leases, 10)
