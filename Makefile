@@ -51,7 +51,7 @@ fast: venv
 ## make ha-faults: the HA fault tests with 20 faults each (the suite runs 4), the forwarding
 ## chain with 20 kills, 5 pauses and 5 heartbeat FINs (the suite runs 3, 1, 2), and the faults of
 ## hosts of their own (loss, delay, one-way partitions, a vanished host, a paused standby, the
-## registry killed: 20 each, the suite runs 2), figures printed
+## registry killed: 20 each, the suite runs 1), figures printed
 ha-faults: venv hosts
 	CEPHEUS_HA_FAULTS=20 CEPHEUS_FORWARD_FAULTS=20,5,5 CEPHEUS_HOST_FAULTS=20 $(BIN)/pytest -q -s --require-services \
 		tests/integration/ha/test_failover.py tests/integration/ha/test_forwarding.py \

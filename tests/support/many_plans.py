@@ -203,6 +203,15 @@ class LeaseSampler:
             if held:
                 self.lowest.append((time.monotonic(), min(held)))
 
+    def first(self, timeout: float = 10.0) -> None:
+        """Return once a first sample is in (what a test compares later samples with)."""
+        deadline = time.monotonic() + timeout
+        while not self.lowest:
+            if time.monotonic() > deadline:
+                msg = "no lease read from the registry"
+                raise AssertionError(msg)
+            time.sleep(0.05)
+
     def least(self, since: float, until: float) -> int:
         return min(left for at, left in self.lowest if since <= at <= until)
 

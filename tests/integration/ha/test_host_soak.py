@@ -42,7 +42,7 @@ def test_three_members_with_50_plans_on_a_jittery_network_change_no_role(
     assert cluster.registry_db is not None
     leases = many_plans.LeaseSampler(cluster.registry_db.url)
     feeders = many_plans.ManyFeeders(cluster.nodes, PLANS, CLIENTS)
-    time.sleep(1.0)
+    leases.first()
     epochs = {plan: set(e) for plan, e in leases.epochs.items()}
     start = time.monotonic()
     feeders.start()
