@@ -51,11 +51,14 @@ fast: venv
 ## make ha-faults: the HA fault tests with 20 faults each (the suite runs 4), the forwarding
 ## chain with 20 kills, 5 pauses and 5 heartbeat FINs (the suite runs 3, 1, 2), and the faults of
 ## hosts of their own (loss, delay, one-way partitions, a vanished host, a paused standby, the
-## registry killed: 20 each, the suite runs 1), figures printed
+## registry killed: 20 each, the suite runs 1), a member's disk filled 20 times, and many plans on three
+## members with one killed (the suite runs all of these once), figures printed
 ha-faults: venv hosts
-	CEPHEUS_HA_FAULTS=20 CEPHEUS_FORWARD_FAULTS=20,5,5 CEPHEUS_HOST_FAULTS=20 $(BIN)/pytest -q -s --require-services \
+	CEPHEUS_HA_FAULTS=20 CEPHEUS_FORWARD_FAULTS=20,5,5 CEPHEUS_HOST_FAULTS=20 CEPHEUS_DISK_FAULTS=20 \
+		$(BIN)/pytest -q -s --require-services \
 		tests/integration/ha/test_failover.py tests/integration/ha/test_forwarding.py \
-		tests/integration/ha/test_host_faults.py
+		tests/integration/ha/test_host_faults.py tests/integration/ha/test_disk_full.py \
+		tests/integration/ha/test_scale.py
 
 ## make ha-soak: under load for 30 minutes without faults, no role may change: two members on
 ## loopback, and three members with 50 plans and 8 clients on hosts of their own, a jittery network between them
