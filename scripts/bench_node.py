@@ -4,7 +4,7 @@
                                  [--output mysql+pymysql://root@127.0.0.1:3306/test]
                                  [--persistence none|nolog|off|interval|always]
                                  [--redundant failover|active-active|full-active-active]
-                                 [--members 2|3]
+                                 [--members 2|3] [--cluster-tls [on|compare]]
 
 Starts a real `cepheus server` process (SQLite registry in a temporary directory), applies a
 filter plan whose matches (10 % of the events) an RDBMS adapter inserts into a fresh table of
@@ -50,12 +50,24 @@ position that follows the notifier's log means acknowledgements waited for confi
 renewals, `ha/acks.py` `Confirm`) and the events each member took from the publishers. A
 redundant plan always logs its input (fsync as `--persistence` says; `interval` for none and
 nolog): `--persistence interval` makes the single node pay for the log too.
+
+`--cluster-tls` (with `--redundant`) runs the members' cluster channel over mutual TLS
+(docs/high-availability.md, "Encrypting the cluster channel"): the bench makes a throwaway
+cluster CA and a certificate (TLS server and client, ECDSA P-256) and key per member in its
+temporary directory and gives each member `[cluster] cert_file`, `key_file`, `ca_file`; before
+measuring, it completes a TLS handshake with a member's cluster port (with another member's
+certificate, verifying the port's against the CA) to prove the channel is encrypted. The
+redundant column is then the plan over TLS. `--cluster-tls compare` runs the redundant plan
+twice in the same run, each cluster with a registry of its own, first in clear, then over TLS,
+and prints both columns beside the single node with the ratios plain/single, TLS/single and
+TLS/plain: TLS's cost on the same plan and events on the same machine at the same time.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import datetime
 import json
 import multiprocessing
 import os
@@ -63,6 +75,7 @@ import random
 import secrets
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -76,6 +89,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import sqlalchemy as sa
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from adapters.thrift import DataBridgeClient, WireEvent, parse_definition
 from adapters.thrift.errors import ConnectionClosed, RemoteApplicationError, TransportError
@@ -900,10 +917,119 @@ def run_single(args: argparse.Namespace, tmp: Path, sink: str, db_pids: list[int
         db.dispose()
 
 
+# ---- --cluster-tls: the cluster channel over mutual TLS ----------------------------------------
+
+
+def _subject(common_name: str) -> x509.Name:
+    return x509.Name(
+        [
+            x509.NameAttribute(NameOID.COMMON_NAME, common_name),
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Cepheus bench"),
+        ]
+    )
+
+
+def _key_usage(*, ca: bool) -> x509.KeyUsage:
+    return x509.KeyUsage(
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=ca,
+        crl_sign=ca,
+        encipher_only=False,
+        decipher_only=False,
+    )
+
+
+def cluster_certificates(directory: Path, ids: Sequence[str]) -> list[dict[str, str]]:
+    """A throwaway cluster CA in `directory` and, for each member of `ids`, a certificate it
+    signs (TLS server and client, ECDSA P-256) and its key, as docs/high-availability.md has an
+    operator make them with openssl: each member's `[cluster]` cert_file, key_file, ca_file."""
+    directory.mkdir(parents=True)
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = _subject("Cepheus bench cluster CA")
+    ca_cert = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(_key_usage(ca=True), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    ca_file = directory / "ca.pem"
+    ca_file.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    sections = []
+    for member in ids:
+        key = ec.generate_private_key(ec.SECP256R1())
+        cert = (
+            x509.CertificateBuilder()
+            .subject_name(_subject(member))
+            .issuer_name(ca_name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(hours=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(_key_usage(ca=False), critical=True)
+            .add_extension(
+                x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
+                critical=False,
+            )
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
+            )
+            .sign(ca_key, hashes.SHA256())
+        )
+        cert_file, key_file = directory / f"{member}.pem", directory / f"{member}.key"
+        cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        key_file.touch(0o600)
+        key_file.write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )
+        sections.append({"cert_file": str(cert_file), "key_file": str(key_file), "ca_file": str(ca_file)})
+    return sections
+
+
+def check_cluster_tls(address: str, files: dict[str, str]) -> str:
+    """Prove that the cluster port at `address` speaks mutual TLS: a handshake with a member's
+    certificate (`files`) that verifies the port's against the cluster CA. Returns the protocol
+    version. (The member then logs the connection as refused: it ends before the secret's
+    handshake.)"""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False  # as the members: the chain, not the name
+    context.load_verify_locations(files["ca_file"])
+    context.load_cert_chain(files["cert_file"], files["key_file"])
+    host, port = address.rsplit(":", 1)
+    try:
+        with (
+            socket.create_connection((host, int(port)), timeout=5) as raw,
+            context.wrap_socket(raw) as tls,
+        ):
+            version = tls.version()
+    except OSError as exc:  # ssl.SSLError too
+        raise SystemExit(
+            f"--cluster-tls: the cluster port {address} did not complete mutual TLS: {exc}"
+        ) from None
+    if version is None:
+        raise SystemExit(f"--cluster-tls: no TLS on the cluster port {address}")
+    return version
+
+
 def run_cluster(
-    args: argparse.Namespace, tmp: Path, sink: str, registry: str, db_pids: list[int]
+    args: argparse.Namespace, tmp: Path, sink: str, registry: str, db_pids: list[int], *, tls: bool = False
 ) -> dict[str, Measured]:
-    """The same plan, redundant (`--redundant` mode) on `--members` members sharing `registry`."""
+    """The same plan, redundant (`--redundant` mode) on `--members` members sharing `registry`;
+    with `tls`, their cluster channel over mutual TLS (certificates made in `tmp`)."""
     tmp.mkdir()
     db = sa.create_engine(sink)
     table = f"bench_out_{secrets.token_hex(4)}"
@@ -922,6 +1048,7 @@ def run_cluster(
     ids = [f"bench-{name}" for name in names]
     addresses = [f"127.0.0.1:{4000 + o}" for o in offsets]
     secret = secrets.token_hex(16)
+    certificates = cluster_certificates(tmp / "cluster-tls", ids) if tls else [{} for _ in ids]
     dirs = [tmp / name for name in names]
     for d in dirs:
         d.mkdir()
@@ -930,7 +1057,13 @@ def run_cluster(
     try:
         first = dirs[0] / "cepheus.toml"
         for i, d in enumerate(dirs):
-            cluster = {"host": "127.0.0.1", "wka": addresses, "advertise": addresses[i], "secret": secret}
+            cluster: dict[str, Any] = {
+                "host": "127.0.0.1",
+                "wka": addresses,
+                "advertise": addresses[i],
+                "secret": secret,
+                **certificates[i],
+            }
             processes.append(
                 start_node(
                     d, offsets[i], args.persistence, registry=registry, node_id=ids[i], cluster=cluster
@@ -940,8 +1073,11 @@ def run_cluster(
                 apply_plan(first, tmp / "apply.toml")
         for process, offset, d in zip(processes, offsets, dirs, strict=True):
             wait_ready(process, offset, d)
+        if tls:  # the first member's port, with the last member's certificate
+            version = check_cluster_tls(addresses[0], certificates[-1])
+            print(f"--cluster-tls: the members' cluster port speaks mutual TLS ({version})", file=sys.stderr)
         side = Side(
-            f"{args.redundant} ×{args.members}",
+            cluster_label(args, tls),
             args.redundant,
             processes,
             offsets,
@@ -957,92 +1093,135 @@ def run_cluster(
         leases.dispose()
 
 
+def cluster_label(args: argparse.Namespace, tls: bool) -> str:
+    return f"{args.redundant} ×{args.members}" + (" TLS" if tls else "")
+
+
 def compare(args: argparse.Namespace) -> int:
-    """`--redundant`: the plain bench on a single node, then on the redundant plan; one table."""
+    """`--redundant`: the plain bench on a single node, then on the redundant plan (in clear,
+    over TLS, or both, as `--cluster-tls` says: each cluster with a registry of its own); one table."""
     backend = sa.make_url(args.output).get_backend_name()
     if backend not in ("mysql", "postgresql"):
         raise SystemExit("--redundant needs --output on MariaDB/MySQL or PostgreSQL (the shared registry)")
     db_pids = db_server_pids(args.output)
+    variants = {None: [False], "on": [True], "compare": [False, True]}[args.cluster_tls]
+    redundant: list[tuple[str, dict[str, Measured]]] = []
     with (
         tempfile.TemporaryDirectory(prefix="cepheus-bench-") as tmpdir,
         isolated_database(args.output, "cep_bench_sink") as sink,
-        isolated_database(args.output, "cep_bench_reg") as registry,
     ):
         tmp = Path(tmpdir)
         single = run_single(args, tmp / "single", sink, db_pids)
-        redundant = run_cluster(args, tmp / "cluster", sink, registry, db_pids)
+        for tls in variants:
+            with isolated_database(args.output, "cep_bench_reg") as registry:
+                where = tmp / ("cluster-tls" if tls else "cluster")
+                redundant.append(
+                    (cluster_label(args, tls), run_cluster(args, where, sink, registry, db_pids, tls=tls))
+                )
     print_comparison(args, single, redundant)
     return 0
 
 
 def print_comparison(
-    args: argparse.Namespace, single: dict[str, Measured], redundant: dict[str, Measured]
+    args: argparse.Namespace,
+    single: dict[str, Measured],
+    redundant: Sequence[tuple[str, dict[str, Measured]]],
 ) -> None:
+    """One table: the single node, then each redundant run (`redundant`: label, phases), then
+    the ratios redundant/single of each and, with two runs (clear and TLS), the second/first."""
     n = args.members
+    labels = [label for label, _ in redundant]
+    pair = len(redundant) == 2
+    blank = ("",) * (len(redundant) + pair)  # the ratio columns
     rows: list[tuple[str, ...]] = []
 
-    def cpu_rows(a: Measured, b: Measured, busy: bool) -> None:
+    def joined(values: Sequence[float], per: float, scale: float = 1.0) -> str:
+        return " / ".join(f"{v / per * scale:.2f}" for v in values)
+
+    def cpu_rows(a: Measured, bs: list[Measured], busy: bool) -> None:
         """CPU s per million events of the phase: notifier, standby(s), database, publisher; with
         `busy`, also the cores each kept busy until the rows were committed."""
-        standbys = [i for i in range(n) if i != b.notifier]
-        for what, x, y in (
-            ("notifier (single: the node)", [a.cpu[0]], [b.cpu[b.notifier]]),
-            ("standby" + ("s" if n > 2 else ""), [], [b.cpu[i] for i in standbys]),
-            ("database server", [a.cpu[-3]], [b.cpu[-3]]),
-            ("publisher (this bench)", [a.cpu[-2]], [b.cpu[-2]]),
+        standbys = [[i for i in range(n) if i != b.notifier] for b in bs]
+        for what, x, ys in (
+            ("notifier (single: the node)", [0], [[b.notifier] for b in bs]),
+            ("standby" + ("s" if n > 2 else ""), [], standbys),
+            ("database server", [-3], [[-3] for _ in bs]),
+            ("publisher (this bench)", [-2], [[-2] for _ in bs]),
         ):
+            cells = [joined([b.cpu[i] for i in y], b.events, 1e6) for b, y in zip(bs, ys, strict=True)]
             rows.append(
-                (f"  CPU s / M events: {what}", " / ".join(f"{c / a.events * 1e6:.2f}" for c in x),
-                 " / ".join(f"{c / b.events * 1e6:.2f}" for c in y), "")
-            )  # fmt: skip
-        if busy:
-            order = [b.notifier, *standbys, -3, -2]
-            rows.append(
-                ("  cores busy: notifier, standby(s), database, publisher",
-                 " / ".join(f"{a.cpu[i] / a.rows:.2f}" for i in (0, -3, -2)),
-                 " / ".join(f"{b.cpu[i] / b.rows:.2f}" for i in order), "")
-            )  # fmt: skip
-            rows.append(
-                ("  cores busy: the whole machine, every process",
-                 f"{a.machine:.2f} of {os.cpu_count()}", f"{b.machine:.2f} of {os.cpu_count()}", "")
-            )  # fmt: skip
-
-    def rate_rows(a: Measured, b: Measured) -> None:
-        for what, x, y in (("all acknowledged", a.acked, b.acked), ("all rows committed", a.rows, b.rows)):
-            rows.append(
-                (f"  events/s until {what}", f"{a.events / x:,.0f}", f"{b.events / y:,.0f}", f"{x / y:.2f}")
+                (f"  CPU s / M events: {what}", joined([a.cpu[i] for i in x], a.events, 1e6), *cells, *blank)
             )
+        if busy:
+            cells = [
+                joined([b.cpu[i] for i in (b.notifier, *others, -3, -2)], b.rows)
+                for b, others in zip(bs, standbys, strict=True)
+            ]
+            rows.append(
+                (
+                    "  cores busy: notifier, standby(s), database, publisher",
+                    joined([a.cpu[i] for i in (0, -3, -2)], a.rows),
+                    *cells,
+                    *blank,
+                )
+            )
+            machine = [f"{m.machine:.2f} of {os.cpu_count()}" for m in (a, *bs)]
+            rows.append(("  cores busy: the whole machine, every process", *machine, *blank))
 
-    def spread_rows(what: str, a: list[float], b: list[float]) -> None:
+    def rate_rows(a: Measured, bs: list[Measured]) -> None:
+        for what, (x, *ys) in (
+            ("all acknowledged", [m.acked for m in (a, *bs)]),
+            ("all rows committed", [m.rows for m in (a, *bs)]),
+        ):
+            rates = [f"{m.events / t:,.0f}" for m, t in zip((a, *bs), (x, *ys), strict=True)]
+            ratios = [f"{x / y:.2f}" for y in ys] + ([f"{ys[0] / ys[1]:.2f}"] if pair else [])
+            rows.append((f"  events/s until {what}", *rates, *ratios))
+
+    def spread_rows(what: str, a: list[float], bs: list[list[float]]) -> None:
         for q in (0.5, 0.99):
-            shown = [f"{percentile(v, q):.1f}" if v else "" for v in (a, b)]
-            rows.append((f"  {what} p{q * 100:.0f} ms", *shown, ""))
+            shown = [f"{percentile(v, q):.1f}" if v else "" for v in (a, *bs)]
+            rows.append((f"  {what} p{q * 100:.0f} ms", *shown, *blank))
 
-    a, b = single["latency"], redundant["latency"]
-    rows.append((f"{args.rate:,} events/s for {args.seconds:.1f} s ({a.events:,} events)", "", "", ""))
-    spread_rows("bundle sent → acknowledged", a.acks, b.acks)
-    if b.first_acks:
-        spread_rows("bundle sent → first member acknowledged", [], b.first_acks)
-    spread_rows("send → row committed", a.send_to_row, b.send_to_row)
-    cpu_rows(a, b, busy=False)
+    def title(what: str) -> None:
+        rows.append((what, "", *("" for _ in redundant), *blank))
+
+    a, bs = single["latency"], [r["latency"] for _, r in redundant]
+    title(f"{args.rate:,} events/s for {args.seconds:.1f} s ({a.events:,} events)")
+    spread_rows("bundle sent → acknowledged", a.acks, [b.acks for b in bs])
+    if any(b.first_acks for b in bs):
+        spread_rows("bundle sent → first member acknowledged", [], [b.first_acks for b in bs])
+    spread_rows("send → row committed", a.send_to_row, [b.send_to_row for b in bs])
+    cpu_rows(a, bs, busy=False)
     for key, what in (
         ("one", "1 connection, encoding as it sends"),
         ("many", f"{args.connections} connections, bundles encoded before"),
     ):
-        a, b = single[key], redundant[key]
-        rows.append((f"{what} ({a.events:,} events)", "", "", ""))
-        rate_rows(a, b)
-        if a.acks and b.acks:
-            spread_rows(f"bundle of {args.bundle_size} sent → acknowledged", a.acks, b.acks)
-        cpu_rows(a, b, busy=True)
+        a, bs = single[key], [r[key] for _, r in redundant]
+        title(f"{what} ({a.events:,} events)")
+        rate_rows(a, bs)
+        if a.acks and all(b.acks for b in bs):
+            spread_rows(f"bundle of {args.bundle_size} sent → acknowledged", a.acks, [b.acks for b in bs])
+        cpu_rows(a, bs, busy=True)
 
-    header = ("phase", "single node", f"{args.redundant} ×{n}", "redundant/single")
+    if pair:
+        ratio_header: tuple[str, ...] = ("plain/single", "TLS/single", "TLS/plain")
+    else:
+        ratio_header = ("redundant/single",)
+    header = ("phase", "single node", *labels, *ratio_header)
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    channel = {
+        None: "",
+        "on": "; the cluster channel over mutual TLS (a throwaway cluster CA, ECDSA P-256)",
+        "compare": (
+            "; redundant twice, the cluster channel in clear and then over mutual TLS (a throwaway "
+            "cluster CA, ECDSA P-256), each cluster with a registry of its own"
+        ),
+    }[args.cluster_tls]
     print(
         f"cepheus server, filter plan (10 % match) → rdbms adapter → {sa.make_url(args.output).get_backend_name()}; "
         f"bundles of {args.bundle_size}; persistence {args.persistence}; the same plan and events on a single "
         f"node and redundant ({args.redundant}, {n} members: 1 notifier, {n - 1} standby{'s' if n > 2 else ''}); "
-        "registry and sink in databases of their own on the same server"
+        f"registry and sink in databases of their own on the same server{channel}"
     )
     for r in [header, tuple("-" * w for w in widths), *rows]:
         print(
@@ -1050,20 +1229,27 @@ def print_comparison(
                 c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))
             )
         )
+    phases = (("latency", "latency"), ("one", "1 connection"), ("many", "connections"))
     print("the redundant plan's lease in the registry over each phase (a requirement that follows the log:")
     print("acknowledgements waited for a confirming renewal, ha/acks.py `Confirm`):")
-    for key, what in (("latency", "latency"), ("one", "1 connection"), ("many", "connections")):
-        m = redundant[key]
-        print(
-            f"  {what}: lease (epoch, required term, required position) {m.start.lease} → {m.end.lease}; "
-            f"notifier's log position {m.start.position} → {m.end.position}"
-        )
+    for label, measured in redundant:
+        tag = f"{label}, " if pair else ""
+        for key, what in phases:
+            m = measured[key]
+            print(
+                f"  {tag}{what}: lease (epoch, required term, required position) "
+                f"{m.start.lease} → {m.end.lease}; notifier's log position {m.start.position} → {m.end.position}"
+            )
     print("events each member took from the publishers in each phase (notifier first; in failover all")
     print("go to the notifier, a standby relays what it takes):")
-    for key, what in (("latency", "latency"), ("one", "1 connection"), ("many", "connections")):
-        m = redundant[key]
-        order = [m.notifier, *(i for i in range(n) if i != m.notifier)]
-        print(f"  {what}: " + " / ".join(f"{m.end.received[i] - m.start.received[i]:,}" for i in order))
+    for label, measured in redundant:
+        tag = f"{label}, " if pair else ""
+        for key, what in phases:
+            m = measured[key]
+            order = [m.notifier, *(i for i in range(n) if i != m.notifier)]
+            print(
+                f"  {tag}{what}: " + " / ".join(f"{m.end.received[i] - m.start.received[i]:,}" for i in order)
+            )
 
 
 def main() -> int:
@@ -1090,7 +1276,17 @@ def main() -> int:
     parser.add_argument(
         "--members", type=int, choices=(2, 3), default=2, help="cluster members with --redundant"
     )
+    parser.add_argument(
+        "--cluster-tls",
+        nargs="?",
+        const="on",
+        choices=("on", "compare"),
+        help="with --redundant: the members' cluster channel over mutual TLS (a throwaway CA made here); "
+        "compare: the redundant plan twice, in clear and over TLS, side by side",
+    )
     args = parser.parse_args()
+    if args.cluster_tls and not args.redundant:
+        parser.error("--cluster-tls needs --redundant")
     if args.redundant:
         return compare(args)
 

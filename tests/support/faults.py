@@ -237,6 +237,7 @@ class Watch:
         self.roles: list[Series] = [[] for _ in nodes]
         self.written: list[Series] = [[] for _ in nodes]
         self.pending: list[Series] = [[] for _ in nodes]
+        self.answered: list[list[float]] = [[] for _ in nodes]  # when each member sample's answer came
         self.rows: Series = []
         self._stop = threading.Event()
         self._threads = [
@@ -266,6 +267,7 @@ class Watch:
             self.roles[i].append((at, role))
             self.written[i].append((at, None if adapter is None else adapter["written"]))
             self.pending[i].append((at, None if adapter is None else adapter["pending"]))
+            self.answered[i].append(time.monotonic())  # the report was made between `at` and this
 
     def _sink(self) -> None:
         db = sa.create_engine(self.sink)
