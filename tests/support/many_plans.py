@@ -69,6 +69,21 @@ def provision(node: NodeProcess, tmp: Path, plans: int, sink: str, mode: str) ->
     node.cli("apply", str(tmp / "apply.toml"))
 
 
+def settle_sink(url: str, acked: set[tuple[str, int]], timeout: float = 120.0) -> Counter[tuple[str, int]]:
+    """The sink's rows once it holds every acknowledged event, or once it took none for 10 s
+    (what the adapters still held when the clients stopped reaches it meanwhile)."""
+    deadline = time.monotonic() + timeout
+    rows = sink_counts(url)
+    still_since = time.monotonic()
+    while not acked <= set(rows) and time.monotonic() < deadline and time.monotonic() - still_since < 10:
+        time.sleep(0.5)
+        again = sink_counts(url)
+        if sum(again.values()) != sum(rows.values()):
+            still_since = time.monotonic()
+        rows = again
+    return rows
+
+
 def sink_counts(url: str) -> Counter[tuple[str, int]]:
     db = sa.create_engine(url)
     try:

@@ -39,6 +39,7 @@ from adapters.output.rdbms.settings import Mode, RdbmsSettings
 from adapters.output.rdbms.statements import Outcome, write_rows
 from adapters.throttle import Throttle
 from adapters.wording import counted
+from engine.errors import NotLeader
 
 log = logging.getLogger(__name__)
 
@@ -281,13 +282,19 @@ class RdbmsAdapter(BufferedAdapter):
         return len(records) - len(rows)
 
     def _run_fence(self, engine: sa.Engine, conn: sa.Connection, fence: Fence) -> None:
+        """Only the lease refuses a write (`NotLeader`): any other failure of the fence (a
+        deadlock, a savepoint the database dropped with it while nodes first wrote the fence
+        table at once) says nothing about the lease, and the batch is tried again."""
         try:
             fence(conn)
-        except Exception as exc:
-            if isinstance(exc, sa_exc.SQLAlchemyError) and is_outage(exc, engine):
-                raise  # the database, not the lease, is the problem: retry
+        except NotLeader as exc:
             msg = f"{type(exc).__name__}: {exc}"
             raise FenceRaised(msg) from exc
+        except Exception as exc:
+            if isinstance(exc, sa_exc.SQLAlchemyError) and is_outage(exc, engine):
+                raise  # the database is down: retry
+            msg = f"the fence could not be checked ({first_line(exc)}): trying again"
+            raise RetryLater(msg) from exc
 
     def _classify(self, exc: Exception, engine: sa.Engine, marked: bool = False) -> Exception:
         """RetryLater for an outage or a missing table, Refused when the rows are at fault."""

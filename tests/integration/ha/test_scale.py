@@ -95,8 +95,7 @@ def test_many_plans_on_3_members_keep_their_leases_and_are_rehomed_after_a_kill(
     finally:
         acked = feeders.stop()
         leases.stop()
-    time.sleep(2.0)  # the last outputs reach the sink
-    rows = many_plans.sink_counts(cluster.sink)
+    rows = many_plans.settle_sink(cluster.sink, feeders.acked)
     missing = len(feeders.acked - set(rows))
     repeated = sum(n - 1 for n in rows.values() if n > 1)
     unacked = len(set(rows) - feeders.acked)
