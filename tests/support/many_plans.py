@@ -84,6 +84,13 @@ def settle_sink(url: str, acked: set[tuple[str, int]], timeout: float = 120.0) -
     return rows
 
 
+def tally(url: str, acked: set[tuple[str, int]]) -> tuple[set[tuple[str, int]], int, int]:
+    """Once the sink settled (`settle_sink`): (acknowledged events missing from it, rows it holds
+    more than once, rows of events never acknowledged)."""
+    rows = settle_sink(url, acked)
+    return acked - set(rows), sum(n - 1 for n in rows.values() if n > 1), len(set(rows) - acked)
+
+
 def sink_counts(url: str) -> Counter[tuple[str, int]]:
     db = sa.create_engine(url)
     try:
