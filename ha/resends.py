@@ -27,12 +27,13 @@ an identical bundle then is a resend. Outside those cases, or for a bundle never
 before, nothing is filtered. Clients that stamp events (WSO2's do) make
 two distinct bundles identical only if they repeat the same values at the same millisecond.
 
+A bundle is known by its content digest, an int: the same for the same bundle on every member
+(the node takes it from the logged payload, `app.persistence.records.content_digest`).
 Pure logic: time comes in as arguments.
 """
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 from collections import Counter, deque
 from collections.abc import Sequence
@@ -40,15 +41,6 @@ from typing import Any
 
 Copy = tuple[str, list[tuple[Any, ...]], list[int], tuple[Any, ...]]  # stream, rows, timestamps, senders
 SETTLED, WAITING, GONE = "settled", "waiting", "gone"  # what became of a direct copy (`DirectCopies`)
-
-
-def digest(stream: str, timestamps: Sequence[int], rows: Sequence[tuple[Any, ...]]) -> int:
-    """The same number for the same bundle on every member (a notifier sends its recent ones
-    to a standby that joins): a 64-bit BLAKE2b of the bundle's text."""
-    text = repr((stream, list(timestamps), [tuple(row) for row in rows]))
-    return int.from_bytes(
-        hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big"
-    )
 
 
 class Resends:
@@ -253,12 +245,16 @@ class DirectCopies:
         self.dropped = 0
 
     def arrived(
-        self, stream: str, rows: list[tuple[Any, ...]], timestamps: list[int], senders: tuple[Any, ...] = ()
+        self,
+        bundle: int,
+        stream: str,
+        rows: list[tuple[Any, ...]],
+        timestamps: list[int],
+        senders: tuple[Any, ...] = (),
     ) -> int:
-        """Hold a copy; its ticket (ask `outcome` before the client is acknowledged). `senders`:
-        who sent its events (`adapters.senders`), kept with it."""
+        """Hold a copy of content digest `bundle`; its ticket (ask `outcome` before the client is
+        acknowledged). `senders`: who sent its events (`adapters.senders`), kept with it."""
         ticket = next(self._tickets)
-        bundle = digest(stream, timestamps, rows)
         early = self._early.get(bundle)
         if early:
             position = early.popleft()

@@ -49,7 +49,10 @@ Under it, the plan's lease row in the registry before and after each phase (a re
 position that follows the notifier's log means acknowledgements waited for confirming lease
 renewals, `ha/acks.py` `Confirm`) and the events each member took from the publishers. A
 redundant plan always logs its input (fsync as `--persistence` says; `interval` for none and
-nolog): `--persistence interval` makes the single node pay for the log too.
+nolog): `--persistence interval` makes the single node pay for the log too. `--repeat N`
+runs N such rounds (single, then redundant, fresh processes and databases each time), prints
+the last round's table, then each round's ratio redundant/single of events/s until
+acknowledged and the medians: one run's ratio swings by a quarter on two shared cores.
 
 `--cluster-tls` (with `--redundant`) runs the members' cluster channel over mutual TLS
 (docs/high-availability.md, "Encrypting the cluster channel"): the bench makes a throwaway
@@ -76,6 +79,7 @@ import secrets
 import signal
 import socket
 import ssl
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -1099,27 +1103,63 @@ def cluster_label(args: argparse.Namespace, tls: bool) -> str:
 
 def compare(args: argparse.Namespace) -> int:
     """`--redundant`: the plain bench on a single node, then on the redundant plan (in clear,
-    over TLS, or both, as `--cluster-tls` says: each cluster with a registry of its own); one table."""
+    over TLS, or both, as `--cluster-tls` says: each cluster with a registry of its own); one
+    table. With `--repeat N`, N such rounds one after the other, each with fresh processes and
+    databases: the table of the last, then each round's ratios and their medians (on two shared
+    cores one run's ratio swings by a quarter)."""
     backend = sa.make_url(args.output).get_backend_name()
     if backend not in ("mysql", "postgresql"):
         raise SystemExit("--redundant needs --output on MariaDB/MySQL or PostgreSQL (the shared registry)")
     db_pids = db_server_pids(args.output)
     variants = {None: [False], "on": [True], "compare": [False, True]}[args.cluster_tls]
-    redundant: list[tuple[str, dict[str, Measured]]] = []
-    with (
-        tempfile.TemporaryDirectory(prefix="cepheus-bench-") as tmpdir,
-        isolated_database(args.output, "cep_bench_sink") as sink,
-    ):
-        tmp = Path(tmpdir)
-        single = run_single(args, tmp / "single", sink, db_pids)
-        for tls in variants:
-            with isolated_database(args.output, "cep_bench_reg") as registry:
-                where = tmp / ("cluster-tls" if tls else "cluster")
-                redundant.append(
-                    (cluster_label(args, tls), run_cluster(args, where, sink, registry, db_pids, tls=tls))
-                )
-    print_comparison(args, single, redundant)
+    rounds: list[tuple[dict[str, Measured], list[tuple[str, dict[str, Measured]]]]] = []
+    for k in range(args.repeat):
+        redundant: list[tuple[str, dict[str, Measured]]] = []
+        with (
+            tempfile.TemporaryDirectory(prefix="cepheus-bench-") as tmpdir,
+            isolated_database(args.output, "cep_bench_sink") as sink,
+        ):
+            tmp = Path(tmpdir)
+            single = run_single(args, tmp / "single", sink, db_pids)
+            for tls in variants:
+                with isolated_database(args.output, "cep_bench_reg") as registry:
+                    where = tmp / ("cluster-tls" if tls else "cluster")
+                    redundant.append(
+                        (cluster_label(args, tls), run_cluster(args, where, sink, registry, db_pids, tls=tls))
+                    )
+        rounds.append((single, redundant))
+        if args.repeat > 1:
+            print(f"round {k + 1} of {args.repeat} done", file=sys.stderr, flush=True)
+    print_comparison(args, *rounds[-1])
+    if args.repeat > 1:
+        print_rounds(args, rounds)
     return 0
+
+
+def print_rounds(
+    args: argparse.Namespace,
+    rounds: Sequence[tuple[dict[str, Measured], list[tuple[str, dict[str, Measured]]]]],
+) -> None:
+    """Each round's events/s until acknowledged, redundant/single, per capacity phase; then the medians."""
+    phases = (("one", "1 connection"), ("many", f"{args.connections} connections"))
+    labels = [label for label, _ in rounds[0][1]]
+    print(f"redundant/single, events/s until all acknowledged, in each of {len(rounds)} rounds:")
+    ratios: dict[tuple[str, str], list[float]] = {}
+    for k, (single, redundant) in enumerate(rounds, 1):
+        cells = []
+        for key, what in phases:
+            for label, measured in redundant:
+                ratio = single[key].acked / measured[key].acked  # (durations: their events are the same)
+                ratios.setdefault((what, label), []).append(ratio)
+                cells.append(f"{what}{', ' + label if len(labels) > 1 else ''}: {ratio:.2f}")
+        print(f"  round {k}: " + "; ".join(cells))
+    print(
+        "  median: "
+        + "; ".join(
+            f"{what}{', ' + label if len(labels) > 1 else ''}: {statistics.median(values):.2f}"
+            for (what, label), values in ratios.items()
+        )
+    )
 
 
 def print_comparison(
@@ -1284,7 +1324,15 @@ def main() -> int:
         help="with --redundant: the members' cluster channel over mutual TLS (a throwaway CA made here); "
         "compare: the redundant plan twice, in clear and over TLS, side by side",
     )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="with --redundant: this many rounds of single and redundant, and the medians",
+    )
     args = parser.parse_args()
+    if args.repeat < 1 or (args.repeat > 1 and not args.redundant):
+        parser.error("--repeat needs --redundant and a count of 1 or more")
     if args.cluster_tls and not args.redundant:
         parser.error("--cluster-tls needs --redundant")
     if args.redundant:

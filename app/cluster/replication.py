@@ -6,10 +6,12 @@ in the notifier's current term, the notifier resumes from there; otherwise (a ne
 node that restarted or was notifier itself, another term) it sends a snapshot of the plan's
 state and the log position it covers, and the standby adopts the notifier's log from there.
 Then come the records after it, in order, and `live`: from then on every record the notifier
-appends is pushed at once, and the standby acknowledges each once it has appended and
-processed it. The notifier's `settle(position)` waits for those acknowledgements (a standby
-that does not answer within `ack_timeout` is dropped and must subscribe again), then releases
-the outputs of `position` to the adapters: no output reaches a sink for an input a takeover
+appends is pushed at once, before the notifier runs the plan on it, and the standby
+acknowledges each once it has appended it, before it runs the plan on it (the two members run
+it at the same time, and the notifier's wait is one round trip). The notifier's
+`settle(position)` waits for those acknowledgements (a standby that does not answer within
+`ack_timeout` is dropped and must subscribe again), then releases the outputs of `position`
+to the adapters: no output reaches a sink for an input a takeover
 would not have. A standby counts itself able to take over once it was told `live`, and a
 subscription that ends keeps it so (`Follower.caught_up`): it cannot know whether it was dropped.
 So before the notifier acknowledges a position that some standby of its term may lack (it is
@@ -468,6 +470,11 @@ class Follower:
                 journal.plan, journal.log_id, journal.position, journal.term, journal.deployed, self._fresh
             )
         )
+
+        def acknowledge(position: int) -> None:
+            journal.on_disk()
+            connection.send(Ack(position, self.gate.complete))
+
         while not self._stop.is_set():
             message = connection.recv(idle=FOLLOW_SILENCE_SECONDS if self.live else JOIN_SILENCE_SECONDS)
             if isinstance(message, State | CarriedOutput):
@@ -483,10 +490,11 @@ class Follower:
                     self._adopt(state, resyncs)
                     subscription.installed()
             elif isinstance(message, Record):
-                journal.apply(message.position, message.body)  # a gap raises: the subscription ends
-                if subscription.acknowledges:
-                    journal.on_disk()  # under fsync "always", a record is acknowledged once on disk
-                    connection.send(Ack(journal.position, self.gate.complete))
+                # a gap raises: the subscription ends; acknowledged once appended (under fsync
+                # "always", once on disk), before the plan runs it
+                journal.apply(
+                    message.position, message.body, acknowledge if subscription.acknowledges else None
+                )
             elif isinstance(message, Resume):
                 self.ended_live = False
                 journal.resume(message.term)

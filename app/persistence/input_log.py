@@ -304,14 +304,21 @@ class InputLog:
         up to what was appended when `read` was called."""
         return self._decoded(plan, self.read_payloads(plan, after))
 
+    def read_both(self, plan: str, after: int = 0) -> Iterator[tuple[int, Record, bytes]]:
+        """`read`, with each record's payload too (a replay digests the bundles it meets)."""
+        for position, payload in self.read_payloads(plan, after):
+            yield position, self._decode(plan, position, payload), payload
+
     def _decoded(self, plan: str, payloads: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, Record]]:
         for position, payload in payloads:
-            try:
-                record = decode(payload)
-            except RecordError as exc:
-                why = f"record {position} of plan '{plan}' does not decode: {exc}"
-                raise InputLogCorrupt(str(self.directory), 0, why) from exc
-            yield position, record
+            yield position, self._decode(plan, position, payload)
+
+    def _decode(self, plan: str, position: int, payload: bytes) -> Record:
+        try:
+            return decode(payload)
+        except RecordError as exc:
+            why = f"record {position} of plan '{plan}' does not decode: {exc}"
+            raise InputLogCorrupt(str(self.directory), 0, why) from exc
 
     def read_payloads(self, plan: str, after: int = 0) -> Iterator[tuple[int, bytes]]:
         """`read`, with each record as its encoded payload (what a replica is sent)."""

@@ -44,12 +44,12 @@ from adapters.senders import IdentityError, Runs, SenderMarks, select
 from adapters.throttle import Throttle
 from app.persistence.errors import DiskFault, InputLogError
 from app.persistence.input_log import Events, InputLog, Tick
-from app.persistence.records import Column, decode, encode, stamped
+from app.persistence.records import Column, Record, content_digest, decode, encode, stamped
 from engine import Runtime
 from engine.errors import Busy, CEPError
 from ha.gate import DeliveredMark
 from ha.ports import LogPosition
-from ha.resends import GONE, SETTLED, DirectCopies, Resends, digest
+from ha.resends import GONE, SETTLED, DirectCopies, Resends
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,8 @@ class Replicas(Protocol):
     """The standbys of a leading journal (`app.cluster.replication.Sequencer`)."""
 
     def appended(self, position: int, payload: bytes) -> None:
-        """Record `position` was appended and processed (called under the journal's lock)."""
+        """Record `position` was appended (called under the journal's lock, before it is
+        processed: the standbys run it while this node does)."""
 
     def settle(self, position: int) -> None:
         """Return once the standbys hold `position` (or were given up on); release its outputs."""
@@ -188,7 +189,8 @@ class PlanJournal:
             with self.lock:
                 if self.copies is not None:
                     if not self.leading:
-                        ticket = self.copies.arrived(stream, rows, ts, senders)
+                        bundle = content_digest(unstamped)
+                        ticket = self.copies.arrived(bundle, stream, rows, ts, senders)
                         return self._await_copy(self.copies, ticket)
                     return self._sequence(stream, rows, ts, unstamped, senders=senders)
         while forward:
@@ -265,7 +267,7 @@ class PlanJournal:
                 rows, ts = select(rows, keep), select(ts, keep)
                 unstamped = self._log.encode(self.plan, Events(stream, ts, rows, 0, None, senders))
         elif self.resends is not None:
-            bundle = digest(stream, ts, rows)
+            bundle = content_digest(unstamped)
             taken = self.resends.unanswered(bundle, at)
             if taken is not None:
                 log.info(
@@ -284,12 +286,14 @@ class PlanJournal:
                 log.info(
                     "plan %s: a bundle sent again through another member was not processed twice", self.plan
                 )
+                self._taken.last = (self.position, rows, bundle)
                 return self._taken_at(self.position)
             if not relayed and self.resends.sent_after_its_relay(bundle, at):
                 log.info(
                     "plan %s: a bundle sent again after its relay was refused was not processed twice",
                     self.plan,
                 )
+                self._taken.last = (self.position, rows, bundle)
                 return self._taken_at(self.position)
         payload = stamped(unstamped, at)
         position = self._log.append(self.plan, payload, wait=False)
@@ -304,13 +308,11 @@ class PlanJournal:
             self._settlers[position] = self.replicas
             while len(self._settlers) > MAX_UNSETTLED:
                 del self._settlers[next(iter(self._settlers))]
+            self.replicas.appended(position, payload)  # the standbys process it while this node does
         try:
             self._process(lambda runtime: runtime.send(stream, rows, ts))
         except Exception as exc:  # logged: it must still be settled before it is acknowledged
             raise BundleFailed(position, exc) from exc
-        finally:
-            if self.replicas is not None:
-                self.replicas.appended(position, payload)
         return position
 
     def _taken_at(self, position: int) -> int:
@@ -395,9 +397,9 @@ class PlanJournal:
         last = getattr(self._taken, "last", None)
         if last is not None and last[0] == position and last[1] is rows:
             bundle = last[2]
-        else:
+        else:  # (not the bundle this thread sent last: its payload again, from its rows)
             ts = [timestamps] * len(rows) if isinstance(timestamps, int) else list(timestamps)
-            bundle = digest(stream, ts, rows)
+            bundle = content_digest(self._log.encode(self.plan, Events(stream, ts, rows)))
         with self.lock:
             if self.resends is not None:
                 self.resends.answered(position, bundle)
@@ -409,8 +411,13 @@ class PlanJournal:
         it (a standby, before it acknowledges them: under "always", on disk)."""
         self._log.durable(self.plan, self.position)
 
-    def apply(self, position: int, payload: bytes) -> None:
-        """Append and process record `position` of the notifier (this journal follows it)."""
+    def apply(self, position: int, payload: bytes, held: Callable[[int], object] | None = None) -> None:
+        """Append and process record `position` of the notifier (this journal follows it).
+        `held(position)` is called once it is appended, before it is processed: a standby
+        acknowledges it there, so the notifier's wait for the standby does not include the
+        standby's run of the plan. (Its state then lags its log by this record until the call
+        returns; nothing sees that: the lock is held throughout, and the record is processed even
+        if the acknowledgement fails.)"""
         record = decode(payload)
         with self.lock:
             if self.leading or position != self.position + 1:
@@ -419,20 +426,27 @@ class PlanJournal:
             self._log.append(self.plan, payload, wait=False)
             self.position = position
             try:
-                if isinstance(record, Tick):
-                    self.clock.now = record.time_ms
-                    self._process(lambda r: r.tick())
-                else:
-                    self.clock.now = record.at
-                    self.senders.advance(record.senders)
-                    bundle = digest(record.stream, record.timestamps, record.rows)
-                    if self.resends is not None:
-                        self.resends.seen(bundle, position=position)
-                    if self.copies is not None:
-                        self.copies.sequenced(bundle, position)
-                    self._process(lambda r: r.send(record.stream, record.rows, record.timestamps))
-            except Exception as exc:  # the notifier met the same error here and went on
-                self._log_failure(position, exc)
+                if held is not None:
+                    held(position)
+            finally:
+                self._run_applied(position, record, payload)
+
+    def _run_applied(self, position: int, record: Record, payload: bytes) -> None:
+        try:
+            if isinstance(record, Tick):
+                self.clock.now = record.time_ms
+                self._process(lambda r: r.tick())
+            else:
+                self.clock.now = record.at
+                self.senders.advance(record.senders)
+                bundle = content_digest(payload)
+                if self.resends is not None:
+                    self.resends.seen(bundle, position=position)
+                if self.copies is not None:
+                    self.copies.sequenced(bundle, position)
+                self._process(lambda r: r.send(record.stream, record.rows, record.timestamps))
+        except Exception as exc:  # the notifier met the same error here and went on
+            self._log_failure(position, exc)
 
     def adopt(
         self,
@@ -690,7 +704,7 @@ class PlanJournal:
         with self.lock:
             self.replaying = True
             try:
-                for position, record in self._log.read(self.plan, after):
+                for position, record, payload in self._log.read_both(self.plan, after):
                     self.position = position
                     try:
                         if isinstance(record, Tick):
@@ -700,9 +714,7 @@ class PlanJournal:
                             self.clock.now = record.at
                             self.senders.advance(record.senders)
                             if self.resends is not None:  # a takeover may meet its client's resend
-                                self.resends.seen(
-                                    digest(record.stream, record.timestamps, record.rows), position=position
-                                )
+                                self.resends.seen(content_digest(payload), position=position)
                             runtime.send(record.stream, record.rows, record.timestamps)
                     except Exception as exc:  # the live run met the same error here and went on
                         failed += 1

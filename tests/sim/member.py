@@ -467,7 +467,7 @@ class Member:
             return
         if self.copies is not None and not self.leading:
             # acknowledged once the notifier's record of it is here (or this member sequenced it)
-            ticket = self.copies.arrived("S", [(bundle.id, bundle.events)], [0])
+            ticket = self.copies.arrived(bundle.digest, "S", [(bundle.id, bundle.events)], [0])
             self.copy_waits[ticket] = (bundle, reply)
             self._copies_settled()
             self.world.after(COPY_WAIT, self._guard, self._copy_timeout, ticket)

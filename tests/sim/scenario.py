@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 
 from ha.lease_table import covers
 from ha.ports import LogPosition
-from ha.resends import digest
 from tests.sim.member import PLAN, Bundle, Disk, Member
 from tests.sim.outside import PlainSink, Registry, TransactionalSink
 from tests.sim.world import Net, World
+from tests.support.journals import digest
 
 MODES = ("failover", "active-active", "full-active-active")
 FAULTS = ("kill", "vanish", "pause", "heartbeats", "partition", "registry", "clock", "sink")

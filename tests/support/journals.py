@@ -10,6 +10,7 @@ from typing import Any
 import engine
 from app.persistence.input_log import InputLog
 from app.persistence.journal import PlanJournal
+from app.persistence.records import Events, content_digest, encode
 
 PLAN = """
 define stream In (k string, v long);
@@ -29,6 +30,11 @@ OPS: list[tuple[int, int | None]] = [
     (2_100, 2), (2_300, 4), (2_700, None), (2_900, 8), (3_400, None), (3_500, 1), (4_200, None),
     (4_300, 6), (4_800, None),
 ]  # fmt: skip
+
+
+def digest(stream: str, timestamps: list[int], rows: list[tuple[Any, ...]]) -> int:
+    """The content digest a journal gives this bundle (`content_digest` of its payload)."""
+    return content_digest(encode(Events(stream, timestamps, rows)))
 
 
 @dataclass

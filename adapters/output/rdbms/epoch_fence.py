@@ -70,22 +70,25 @@ class EpochFence:
         self.plan = plan
         self.epoch = epoch
         self.table = fence_table(schema)
+        c = self.table.c
+        self._read = sa.select(c.epoch).where(c.plan == plan).with_for_update()  # built once
+        self._ensured: sa.Engine | None = None  # the engine the table is known to exist in
 
     def __call__(self, conn: sa.Connection) -> None:
-        self._ensure(conn.engine)
+        if conn.engine is not self._ensured:
+            self._ensure(conn.engine)
+            self._ensured = conn.engine
         limit_idleness(conn)
         t, c = self.table, self.table.c
         lock_for_writing(conn, t)
-        stored = conn.execute(sa.select(c.epoch).where(c.plan == self.plan).with_for_update()).scalar()
+        stored = conn.execute(self._read).scalar()
         if stored is None:
             try:
                 with conn.begin_nested():
                     conn.execute(sa.insert(t).values(plan=self.plan, epoch=self.epoch))
                 return
             except sa_exc.IntegrityError:
-                stored = conn.execute(
-                    sa.select(c.epoch).where(c.plan == self.plan).with_for_update()
-                ).scalar()
+                stored = conn.execute(self._read).scalar()
         if stored is None or stored == self.epoch:
             return
         if stored > self.epoch:

@@ -13,8 +13,8 @@ import pytest
 
 from app.persistence import journal as journal_module
 from app.persistence.journal import NotLeading
-from ha.resends import GONE, SETTLED, WAITING, DirectCopies, digest
-from tests.support.journals import Run
+from ha.resends import GONE, SETTLED, WAITING, DirectCopies
+from tests.support.journals import Run, digest
 
 
 def bundle(n: int) -> tuple[str, list[tuple[object, ...]], list[int]]:
@@ -37,13 +37,17 @@ def key(n: int) -> int:
     return digest(stream, ts, rows)
 
 
+def copy(n: int) -> tuple[int, str, list[tuple[object, ...]], list[int]]:
+    return (key(n), *bundle(n))
+
+
 def test_copies_the_notifier_sequenced_are_dropped_whichever_came_first() -> None:
     copies = DirectCopies()
-    copies.arrived(*bundle(1))
-    copies.arrived(*bundle(2))
+    copies.arrived(*copy(1))
+    copies.arrived(*copy(2))
     copies.sequenced(key(1))  # the notifier's record after the copy
     copies.sequenced(key(3))  # before the copy
-    copies.arrived(*bundle(3))
+    copies.arrived(*copy(3))
     assert copies.held == 1
     assert taken(copies) == [bundle(2)]  # never sequenced: the new notifier processes it
     assert copies.held == 0 and copies.take() == []
@@ -52,11 +56,11 @@ def test_copies_the_notifier_sequenced_are_dropped_whichever_came_first() -> Non
 def test_identical_bundles_count_one_by_one_and_the_holding_is_bounded() -> None:
     copies = DirectCopies(keep=3)
     for n in (1, 1, 2):
-        copies.arrived(*bundle(n))
+        copies.arrived(*copy(n))
     copies.sequenced(key(1))
     assert taken(copies) == [bundle(1), bundle(2)]
     for n in range(5):
-        copies.arrived(*bundle(n))
+        copies.arrived(*copy(n))
     assert copies.held == 3 and copies.dropped == 2
     assert taken(copies) == [bundle(2), bundle(3), bundle(4)]
 
@@ -65,13 +69,13 @@ def test_a_taken_over_node_forgets_which_records_came_before_their_copies() -> N
     copies = DirectCopies()
     copies.sequenced(key(1))  # a record before its copy, then this node takes over
     assert copies.take() == []
-    copies.arrived(*bundle(1))  # leading later, then standby again: a new copy is held, not swallowed
+    copies.arrived(*copy(1))  # leading later, then standby again: a new copy is held, not swallowed
     assert copies.held == 1
 
 
 def test_a_copy_is_settled_once_a_position_at_or_after_its_record_is_settled() -> None:
     copies = DirectCopies()
-    one, two, three = (copies.arrived(*bundle(n)) for n in (1, 2, 3))
+    one, two, three = (copies.arrived(*copy(n)) for n in (1, 2, 3))
     assert copies.outcome(one) == WAITING  # in memory only: not yet
     copies.sequenced(key(1), 7)
     assert copies.outcome(one) == WAITING  # applied here, not yet held by every other standby
@@ -80,7 +84,7 @@ def test_a_copy_is_settled_once_a_position_at_or_after_its_record_is_settled() -
     copies.settle(8)  # everything up to 8 is acknowledged
     assert copies.outcome(one) == SETTLED and copies.outcome(one) == GONE  # said once
     copies.sequenced(key(4), 9)
-    four = copies.arrived(*bundle(4))  # its record came first: it waits for the same settling
+    four = copies.arrived(*copy(4))  # its record came first: it waits for the same settling
     assert copies.outcome(four) == WAITING
     copies.settle(9)
     assert copies.outcome(four) == SETTLED
@@ -97,13 +101,13 @@ def test_a_copy_arriving_after_its_record_was_settled_is_settled_at_once() -> No
     copies = DirectCopies()
     copies.sequenced(key(1), 3)  # the record first (no copy yet), and its settling
     copies.settle(3)
-    late = copies.arrived(*bundle(1))
+    late = copies.arrived(*copy(1))
     assert copies.outcome(late) == SETTLED
 
 
 def test_copies_waiting_at_positions_of_a_log_this_member_left_are_gone() -> None:
     copies = DirectCopies()
-    one = copies.arrived(*bundle(1))
+    one = copies.arrived(*copy(1))
     copies.sequenced(key(1), 5)
     copies.renumbered()  # it adopted the notifier's state: position 5 of its old log means nothing
     copies.settle(5)
@@ -112,17 +116,17 @@ def test_copies_waiting_at_positions_of_a_log_this_member_left_are_gone() -> Non
 
 def test_a_copy_whose_record_is_not_known_where_is_gone() -> None:
     copies = DirectCopies()
-    one = copies.arrived(*bundle(1))
+    one = copies.arrived(*copy(1))
     copies.sequenced(key(1))  # no position
     assert copies.outcome(one) == GONE and copies.held == 0
 
 
 def test_the_repeat_of_a_refused_copy_whose_record_is_here_waits_for_it_and_is_never_held() -> None:
     copies = DirectCopies()
-    first = copies.arrived(*bundle(1))
+    first = copies.arrived(*copy(1))
     copies.sequenced(key(1), 4)  # the notifier's record (a state at 4 said so, or a record at 4)
     assert copies.withdraw(first) is False  # not settled in time: its client is refused
-    again = copies.arrived(*bundle(1))  # the client sends it again
+    again = copies.arrived(*copy(1))  # the client sends it again
     assert copies.held == 0 and copies.take() == []  # a takeover would not process it twice
     copies.settle(4)
     assert copies.outcome(again) == SETTLED
@@ -130,7 +134,7 @@ def test_the_repeat_of_a_refused_copy_whose_record_is_here_waits_for_it_and_is_n
 
 def test_a_withdrawn_copy_is_no_longer_held_unless_it_was_settled_meanwhile() -> None:
     copies = DirectCopies()
-    one, two, again = copies.arrived(*bundle(1)), copies.arrived(*bundle(2)), copies.arrived(*bundle(1))
+    one, two, again = copies.arrived(*copy(1)), copies.arrived(*copy(2)), copies.arrived(*copy(1))
     assert copies.withdraw(one) is False  # refused: not held, not taken over later
     copies.sequenced(key(1), 3)  # the notifier's record is the other copy's of the same bundle
     copies.settle(3)
@@ -139,7 +143,7 @@ def test_a_withdrawn_copy_is_no_longer_held_unless_it_was_settled_meanwhile() ->
     assert copies.withdraw(two) is False  # applied but not settled: refused, and forgotten
     copies.settle(4)
     assert copies.outcome(two) == GONE
-    three = copies.arrived(*bundle(3))
+    three = copies.arrived(*copy(3))
     copies.sequenced(key(3), 5)
     copies.settle(5)
     assert copies.withdraw(three) is True  # settled before the refusal: acknowledge it
@@ -148,8 +152,8 @@ def test_a_withdrawn_copy_is_no_longer_held_unless_it_was_settled_meanwhile() ->
 
 def test_copies_dropped_past_the_bound_are_never_settled() -> None:
     copies = DirectCopies(keep=1)
-    first = copies.arrived(*bundle(1))
-    copies.arrived(*bundle(2))
+    first = copies.arrived(*copy(1))
+    copies.arrived(*copy(2))
     assert copies.dropped == 1
     assert copies.outcome(first) == GONE
 
