@@ -57,6 +57,7 @@ WATERMARK_FLUSH_SECONDS = 30.0  # a sink behind by seconds delays the report, it
 # delivers again (the RDBMS adapter skips what the table has; the old notifier's late writes
 # are refused by the sink's fence once the next one raised it).
 HANDOVER_FLUSH_SECONDS = 0.1
+ACT_WORKERS = 8  # lease requests of standbys at once (the registry pool holds 12 + 24 connections)
 
 
 class _Plan:
@@ -71,6 +72,7 @@ class _Plan:
         self.confirm_lock = threading.Lock()  # one renewal at a time serves every bundle waiting
         self.sequencer: Sequencer | None = None
         self.follower: Follower | None = None
+        self.acting: Future[object] | None = None  # a lease request (and takeover) under way in the pool
         self.relayed = RelayMemory()  # bundles members relayed to this node while it notified
 
     @property
@@ -108,6 +110,9 @@ class Cluster:
         self._settler = ThreadPoolExecutor(
             2, thread_name_prefix="cluster-settle"
         )  # tails (`PlanSeat.tail_to_settle`)
+        # standbys' lease requests and the takeovers they grant, side by side: a member whose
+        # peer died takes over that peer's plans together, not one registry round trip after another
+        self._acting = ThreadPoolExecutor(ACT_WORKERS, thread_name_prefix="cluster-act")
         self._flushing: dict[str, tuple[Future[bool], int]] = {}  # plan → its check, and what it covers
         self.membership = cast(Membership, Locked(Membership(self.me, settings.timeouts, ())))
         self._addresses: dict[str, str] = {self.me: settings.advertise}  # member → cluster address
@@ -151,6 +156,7 @@ class Cluster:
         self._nudge.set()
         with self._round:  # a role round under way may be renewing a lease: not after it is released
             pass
+        self._acting.shutdown(wait=True, cancel_futures=True)  # nor may a takeover be under way
         self._flush(None, HANDOVER_FLUSH_SECONDS)
         self._flusher.shutdown(wait=False, cancel_futures=True)
         self._settler.shutdown(wait=False, cancel_futures=True)
@@ -260,14 +266,17 @@ class Cluster:
 
     def _role_round(self) -> None:
         """First the plans this node notifies for: their renewals in one request, then what
-        else their rounds decided; then the other plans, within half a renewal interval (a
-        takeover is slow: its journal and its state), the rest in the next round, which comes
-        at once. So a member taking over a hundred plans still renews those it holds in time."""
+        else their rounds decided; then the other plans, within half a renewal interval, the
+        rest in the next round, which comes at once. Their lease requests (and the takeovers
+        the answers grant) go to a pool of `ACT_WORKERS` threads, side by side; a plan whose
+        request is still under way sits the rounds out until it is done. So a member taking
+        over a hundred plans takes them over together, and still renews those it holds in time."""
         with self._round:
             if self._stop.is_set() or not self._predecessor_gone():
                 return
             with self._lock:
                 plans = list(self._plans.values())
+            plans = [p for p in plans if p.acting is None or p.acting.done()]  # the others: next round
             notifying = [p for p in plans if p.epoch]
             renewing: list[tuple[_Plan, Round, Situation]] = []
             deciding: list[tuple[_Plan, Round, Situation]] = []
@@ -292,9 +301,22 @@ class Cluster:
                     self._nudge.set()
                     return
                 decided = self._guarded(plan, self._turn, plan)
-                if decided is not None:
+                if decided is None:
+                    continue
+                if decided[0].action is Action.ACQUIRE:  # a round trip to the registry, maybe a takeover
+                    plan.acting = self._acting.submit(self._act_then_nudge, plan, *decided)
+                else:
                     self._guarded(plan, self._act, plan, *decided, None)
             self._resume_at = 0
+
+    def _act_then_nudge(self, plan: _Plan, turn: Round, situation: Situation) -> None:
+        """(In the pool.) A standby's lease request, and what its answer decides; then a round
+        at once if it now notifies (its first renewal, the standbys' subscriptions)."""
+        if self._stop.is_set():
+            return
+        self._guarded(plan, self._act, plan, turn, situation, None)
+        if plan.epoch:
+            self._nudge.set()
 
     def _look_up(self, plans: list[_Plan]) -> None:
         """Read in one request the leases of the plans whose rounds would each read theirs now:
@@ -598,11 +620,25 @@ class Cluster:
         return Follower(
             plan.journal,
             plan.gate,
-            notifier=lambda: self._notifier(plan),
+            notifier=lambda: self._known_notifier(plan),
             connect=lambda address: connect(address, self.me, "replicate", self.settings.keys),
             install=lambda blob: self._install(plan.name, blob),
             ended=lambda: self._stream_ended(plan),
         )
+
+    def _known_notifier(self, plan: _Plan) -> tuple[str, tuple[str, int]] | None:
+        """Where the plan's notifier is and the lease's (holder, epoch) naming it, as this
+        member's role loop last read the lease (it reads it when due, in one request when many
+        plans are due): a follower that follows nobody asks every 50 ms, and a registry request
+        of its own each time would crowd the registry just when a member with many plans dies.
+        None while the lease names a member whose process is known dead: a connection there
+        is refused, and the lease moves within a round."""
+        with plan.seat_lock:
+            term = plan.seat.notifier_term
+        if term is None or self._dead(term[0], time.monotonic()):
+            return None
+        address = self._addresses.get(term[0])
+        return None if address is None else (address, term)
 
     def _notifier_address(self, plan: _Plan) -> str | None:
         """Where the plan's notifier is, as the registry said at most `renew_ms` ago."""
