@@ -5,11 +5,7 @@ up with the plan's input, and the answer to the last lease request. The rules:
 - a node asks for the lease when placement names it notifier, when the lease's holder is
   not alive in its view (takeover: a dead notifier's lease is taken as soon as it expires,
   and a closed connection makes it dead at once), or when the store says the lease expired
-  (a holder alive but cut off from the store), but never before it has caught up; for such
-  an orphaned lease the member placement prefers among the living asks first, the others only
-  `ORPHANED_YIELD_S` later (if it has not taken it by then), so a dead member's plans are
-  spread over the survivors at once instead of going to whichever asked first and being moved
-  again later;
+  (a holder alive but cut off from the store), but never before it has caught up;
 - it notifies only while `ha.lease.Holder` says the lease holds;
 - a notifier that placement no longer names (a member came back, an operator moved the plan)
   releases the lease once the preferred member has caught up, so the move costs no gap, and
@@ -39,7 +35,6 @@ from ha.placement import notifier, ranking
 from ha.ports import Lease
 
 ORPHANED_ASK_S = 0.05  # how often a lease whose holder left (or did not renew it) is asked for
-ORPHANED_YIELD_S = 0.5  # how long a member placement does not prefer lets the preferred one ask first
 
 
 class Role(enum.StrEnum):
@@ -110,7 +105,6 @@ class PlanRole:
         self._lease_since = 0.0  # when this node first saw the lease's current holder and epoch
         self._yielded_at: float | None = None
         self._other_preferred: tuple[str, float] | None = None  # (member, since) while holding
-        self._orphaned_since: float | None = None  # when this node first saw the lease orphaned
 
     def answered(self, sent: float, lease: Lease | None) -> None:
         """The store answered a request sent at `sent` (None: it did not answer)."""
@@ -159,15 +153,8 @@ class PlanRole:
         holder = self.lease.holder if self.lease is not None else None
         expired = self.lease is not None and self.lease.ttl_ms <= 0  # its holder did not renew it
         orphaned = holder is None or holder == self.node or holder not in members or expired
-        if not orphaned:
-            self._orphaned_since = None
-        else:
-            since = self._orphaned_since = now if self._orphaned_since is None else self._orphaned_since
-            # yielded to no one: the preferred member may be the holder that let it expire, and
-            # a restarted holder takes its own back
-            first = preferred in (self.node, holder) or holder == self.node
-            if (first or now - since >= ORPHANED_YIELD_S) and self.holder.due(now, ORPHANED_ASK_S):
-                return Decision(role, Action.ACQUIRE)
+        if orphaned and self.holder.due(now, ORPHANED_ASK_S):  # its holder left: take it now
+            return Decision(role, Action.ACQUIRE)
         if preferred == self.node and self.holder.due(now):
             return Decision(role, Action.ACQUIRE)
         return Decision(role, Action.NOTHING)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ha.lease import Timing
 from ha.placement import notifier
 from ha.ports import Lease
-from ha.roles import ORPHANED_YIELD_S, Action, Decision, PlanRole, Role, Situation, Transition
+from ha.roles import Action, Decision, PlanRole, Role, Situation, Transition
 
 T = Timing(ttl_ms=2000, renew_ms=250, margin_ms=750)
 NODES = ["a", "b"]
@@ -39,21 +39,6 @@ def test_a_standby_waits_while_the_notifier_lives_and_takes_over_when_it_is_gone
     assert (decision.role, decision.action) == (Role.STANDBY, Action.ACQUIRE)
     b.answered(0.6, granted("b", 2))
     assert b.tick(0.7, ["b"], caught_up=True).role is Role.NOTIFIER
-
-
-def test_a_dead_holders_lease_is_asked_for_by_the_preferred_survivor_first() -> None:
-    """Three members, the holder dies: the survivor placement prefers asks at once, the other
-    only once the preferred one has had `ORPHANED_YIELD_S` to take it (its plans spread over
-    the survivors at once, not to whoever asked first)."""
-    survivors = ["b", "c"]
-    plan = next(f"plan-{n}" for n in range(100) if notifier(f"plan-{n}", survivors) == "c")
-    roles = {m: PlanRole(plan, m, T) for m in survivors}
-    for role in roles.values():
-        role.answered(0.0, Lease(plan, "a", 1, 2000))
-    assert roles["c"].tick(0.5, survivors, caught_up=True).action is Action.ACQUIRE
-    assert roles["b"].tick(0.5, survivors, caught_up=True).action is Action.NOTHING
-    assert roles["b"].tick(0.5 + ORPHANED_YIELD_S / 2, survivors, caught_up=True).action is Action.NOTHING
-    assert roles["b"].tick(0.5 + ORPHANED_YIELD_S, survivors, caught_up=True).action is Action.ACQUIRE
 
 
 def test_a_notifier_no_longer_preferred_releases_once_the_other_has_caught_up() -> None:
