@@ -39,6 +39,13 @@ def wait(condition: Callable[[], bool], what: str) -> None:
         time.sleep(0.01)
 
 
+def caught_up(standby: Run, notifier: Run) -> bool:
+    """Whether the standby ran every record the notifier appended: read under its journal's lock,
+    under which a record is appended and run (its position moves before the run)."""
+    with standby.journal.lock:
+        return standby.journal.position == notifier.journal.position
+
+
 def subscribed(sequencer: Sequencer, standby: Run) -> tuple[PeerServer, Follower]:
     """A notifier's server for `sequencer` and `standby`'s follower of it (not started)."""
 
@@ -108,7 +115,7 @@ def test_a_standby_joined_from_a_snapshot_computes_what_the_notifier_does_and_ta
         emitted_at_join = len(notifier.out)
         takeover = len(OPS) - 4
         notifier.do(OPS[join:takeover])
-        wait(lambda: standby.journal.position == notifier.journal.position, "the standby to catch up")
+        wait(lambda: caught_up(standby, notifier), "the standby to catch up")
         assert standby.out == notifier.out[emitted_at_join:]
         assert standby.log.bounds("p")[1] == notifier.log.bounds("p")[1]
     finally:
@@ -148,7 +155,7 @@ def test_a_standby_that_lost_its_connection_resumes_where_it_was(tmp_path: Path)
         connections[-1].close()  # the network drops the subscription
         wait(lambda: len(connections) == 2 and follower.live, "the standby to resume")
         notifier.do(OPS[4:])
-        wait(lambda: standby.journal.position == notifier.journal.position, "the standby to catch up")
+        wait(lambda: caught_up(standby, notifier), "the standby to catch up")
         assert len(installs) == 1  # resumed from its own log: no second snapshot
     finally:
         follower.stop()
@@ -565,7 +572,7 @@ def test_a_standby_whose_plan_was_redeployed_takes_the_notifiers_state_once_both
         wait(lambda: follower.live, "the standby to join again")
         assert len(installs) == 2  # from a snapshot of the notifier's state, not resumed
         notifier.do(OPS[8:])
-        wait(lambda: standby.journal.position == notifier.journal.position, "the standby to catch up")
+        wait(lambda: caught_up(standby, notifier), "the standby to catch up")
         assert standby.runtime.snapshot() == notifier.runtime.snapshot()
     finally:
         follower.stop()
