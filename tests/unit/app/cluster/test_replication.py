@@ -642,3 +642,27 @@ def test_under_fsync_always_a_standby_acknowledges_only_what_is_on_its_disk(tmp_
     assert all(position <= synced for position, synced in on_disk_when_acknowledged), (
         on_disk_when_acknowledged
     )
+
+
+def test_a_standby_acknowledges_a_record_once_appended_and_runs_it_even_if_that_fails(
+    tmp_path: Path,
+) -> None:
+    notifier = Run(tmp_path / "a", Wall(OPS[0][0]))
+    notifier.journal.lead(1, None)
+    notifier.do(OPS[:3])
+    payloads = list(notifier.log.read_payloads("p", 1))  # (both logs begin with the same first tick)
+    standby = Run(tmp_path / "b", Wall(10**12))
+    seen: list[tuple[int, int, int]] = []  # (position acknowledged, log's last, runs so far)
+
+    def acknowledge(position: int) -> None:
+        seen.append((position, standby.log.bounds("p")[1], len(standby.out)))
+        raise ConnectionError("the notifier went away")
+
+    standby.journal.follow(None)
+    standby.journal.adopt(notifier.journal.log_id, 1, OPS[0][0], 1)
+    for position, payload in payloads:
+        with pytest.raises(ConnectionError):
+            standby.journal.apply(position, payload, acknowledge)
+    assert [(p, last) for p, last, _ in seen] == [(p, p) for p, _ in payloads]  # appended first
+    assert [runs for _, _, runs in seen] == sorted(runs for _, _, runs in seen)
+    assert standby.out == notifier.out  # each run all the same, after its acknowledgement failed
